@@ -1,0 +1,40 @@
+"""CLI commands, one module each, with shared error handling.
+
+Each module exposes ``register(app)``. :func:`guarded` turns bad input
+(``InputError``/``ValueError``) into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+
+import typer
+
+BAD_INPUT = 2
+
+
+def fail(message: str) -> None:
+    """Print one line to stderr and exit with code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(BAD_INPUT)
+
+
+def guarded(command: Callable) -> Callable:
+    """Decorator: report bad input as one line and exit 2, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (ValueError, ArithmeticError, OSError) as error:
+            fail(str(error).splitlines()[0] if str(error) else error.__class__.__name__)
+
+    return wrapper
+
+
+def print_json(payload: dict) -> None:
+    """Print one JSON object on stdout."""
+    sys.stdout.write(json.dumps(payload) + "\n")

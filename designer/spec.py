@@ -1,0 +1,310 @@
+"""Privacy specifications: the E matrix of context-aware LDP.
+
+Definition 2 (context-aware-ldp.md, eq. 4): a channel Q is E-LDP when
+``Q(S | x) <= exp(E[x, x']) Q(S | x')`` for all inputs x, x' and output sets S.
+``E`` is a k x k matrix with non-negative entries, zero diagonal, ``inf``
+allowed (no constraint) and not necessarily symmetric.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+import networkx as nx
+import numpy as np
+
+from designer.exact import ExactEpsilon
+from solvers.maxplus import min_plus_closure, min_plus_product
+
+#: Relative tolerance when deciding that a path through other symbols implies a
+#: pair's constraint (path length <= E * (1 + REDUNDANCY_RTOL)).
+REDUNDANCY_RTOL = 1e-12
+
+
+class PrivacyMatrix:
+    """The privacy matrix ``E`` of E-LDP (Definition 2 of context-aware-ldp.md).
+
+    Parameters
+    ----------
+    epsilon : array_like, shape (k, k)
+        ``epsilon[x, x']`` bounds ``log Q(S|x) - log Q(S|x')``. Entries may be
+        numbers, ``inf``, or strings read exactly (``"1/2"``, ``"log(3)"``,
+        ``"inf"``); exact entries are kept for the exact certifier.
+    labels : sequence of str, optional
+        Names of the k input symbols (default ``"0" .. "k-1"``).
+    name : str, optional
+        A short description used in reports.
+
+    Raises
+    ------
+    ValueError
+        If the matrix is not square, has a negative or NaN entry, or a non-zero
+        diagonal entry; the message names the row, column and value.
+    """
+
+    def __init__(self, epsilon, labels: Sequence[str] | None = None, name: str | None = None):
+        raw = np.asarray(epsilon, dtype=object)
+        if raw.ndim != 2 or raw.shape[0] != raw.shape[1]:
+            raise ValueError(f"E must be a square k x k matrix, got shape {raw.shape}")
+        k = raw.shape[0]
+        if k == 0:
+            raise ValueError("E must have at least one row")
+        exact = np.empty((k, k), dtype=object)
+        values = np.empty((k, k))
+        for (x, x_prime), entry in np.ndenumerate(raw):
+            try:
+                if isinstance(entry, (float, np.floating)) and np.isnan(entry):
+                    raise ValueError("NaN is not a privacy level")
+                parsed = ExactEpsilon.parse(float(entry) if isinstance(entry, np.floating) else entry)
+            except (ValueError, TypeError) as error:
+                raise ValueError(f"E row {x}, column {x_prime}: value {entry!r}: {error}") from None
+            exact[x, x_prime] = parsed
+            values[x, x_prime] = float(parsed)
+        for x in range(k):
+            if values[x, x] != 0:
+                raise ValueError(f"E row {x}, column {x}: diagonal must be 0, got {raw[x, x]!r}")
+        values.setflags(write=False)
+        self._epsilon = values
+        self._exact = exact
+        self.labels: tuple[str, ...] = tuple(str(label) for label in labels) if labels is not None else tuple(
+            str(i) for i in range(k)
+        )
+        if len(self.labels) != k:
+            raise ValueError(f"{len(self.labels)} labels for a {k} x {k} E matrix")
+        self.name = name or f"E ({k} symbols)"
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def epsilon(self) -> np.ndarray:
+        """The (read-only) float matrix ``E``; ``inf`` means unconstrained."""
+        return self._epsilon
+
+    @property
+    def exact_epsilon(self) -> np.ndarray:
+        """The entries as :class:`~designer.exact.ExactEpsilon` (object array)."""
+        return self._exact
+
+    @property
+    def k(self) -> int:
+        """Number of input symbols."""
+        return self._epsilon.shape[0]
+
+    def __repr__(self) -> str:
+        return f"PrivacyMatrix(k={self.k}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PrivacyMatrix) and np.array_equal(self._epsilon, other._epsilon)
+
+    __hash__ = None  # mutable-looking container semantics; compare by value only
+
+    @property
+    def is_symmetric(self) -> bool:
+        """Whether ``E[x, x'] == E[x', x]`` for all pairs."""
+        return bool(np.array_equal(self._epsilon, self._epsilon.T))
+
+    def __add__(self, other: "PrivacyMatrix") -> "PrivacyMatrix":
+        """``E1 + E2``: the guarantee of adaptive composition (Proposition 2)."""
+        if self.k != other.k:
+            raise ValueError(f"cannot add E matrices of sizes {self.k} and {other.k}")
+        return PrivacyMatrix(self._epsilon + other._epsilon, self.labels, f"{self.name} + {other.name}")
+
+    def product(self, other: "PrivacyMatrix") -> "PrivacyMatrix":
+        """E of a parallel composition on the product domain ``X1 x X2``.
+
+        Running an E1-LDP channel on x1 and an E2-LDP channel on x2 independently
+        is E-LDP with ``E[(x1,x2),(x1',x2')] = E1[x1,x1'] + E2[x2,x2']`` (the
+        likelihood ratio factorises; Proposition 2 applied to the two parts).
+        Symbols are ordered with x1 major.
+        """
+        combined = self._epsilon[:, None, :, None] + other._epsilon[None, :, None, :]
+        k = self.k * other.k
+        labels = [f"({a},{b})" for a, b in itertools.product(self.labels, other.labels)]
+        return PrivacyMatrix(combined.reshape(k, k), labels, f"{self.name} x {other.name}")
+
+    # ------------------------------------------------------------ constructors
+    @classmethod
+    def classic(cls, k: int, epsilon: float, labels: Sequence[str] | None = None) -> "PrivacyMatrix":
+        """Classic epsilon-LDP (Definition 1): every off-diagonal entry is ``epsilon``."""
+        _check_k(k)
+        _check_level(epsilon)
+        values = np.full((k, k), float(epsilon))
+        np.fill_diagonal(values, 0.0)
+        return cls(values, labels, f"{epsilon:g}-LDP on {k} symbols")
+
+    @classmethod
+    def high_low(
+        cls, k: int, sensitive: Iterable[int], epsilon: float, labels: Sequence[str] | None = None
+    ) -> "PrivacyMatrix":
+        """High-low LDP (Definition 3): ``E[x, x'] = epsilon`` if x is sensitive, else inf."""
+        _check_k(k)
+        _check_level(epsilon)
+        sensitive = sorted(set(int(x) for x in sensitive))
+        if not sensitive or sensitive[0] < 0 or sensitive[-1] >= k:
+            raise ValueError(f"sensitive symbols must be a non-empty subset of 0..{k - 1}, got {sensitive}")
+        values = np.full((k, k), np.inf)
+        values[sensitive, :] = float(epsilon)
+        np.fill_diagonal(values, 0.0)
+        return cls(values, labels, f"high-low {epsilon:g}-LDP, {len(sensitive)} sensitive of {k}")
+
+    @classmethod
+    def block(
+        cls, partition: Sequence[Sequence[int]] | Sequence[int], epsilon: float, labels: Sequence[str] | None = None
+    ) -> "PrivacyMatrix":
+        """Block-structured LDP (Definition 4): ``epsilon`` inside a block, inf across.
+
+        ``partition`` is either a list of blocks (lists of symbols covering
+        0..k-1 exactly once) or a list of block sizes (consecutive blocks).
+        """
+        _check_level(epsilon)
+        blocks = _as_blocks(partition)
+        k = sum(len(block) for block in blocks)
+        values = np.full((k, k), np.inf)
+        for block in blocks:
+            values[np.ix_(block, block)] = float(epsilon)
+        np.fill_diagonal(values, 0.0)
+        return cls(values, labels, f"block {epsilon:g}-LDP, {len(blocks)} blocks, k={k}")
+
+    @classmethod
+    def metric(cls, distance, epsilon: float = 1.0, labels: Sequence[str] | None = None) -> "PrivacyMatrix":
+        """Metric LDP: ``E = epsilon * d`` for a distance matrix ``d``.
+
+        Symmetric E matrices are metric-based LDP (context-aware-ldp.md, Section 3;
+        metric-ldp-range-counting.md, Section II).
+        """
+        _check_level(epsilon)
+        distance = np.asarray(distance, dtype=float)
+        if distance.ndim != 2 or distance.shape[0] != distance.shape[1]:
+            raise ValueError(f"distance must be square, got shape {distance.shape}")
+        bad = np.argwhere(~(distance >= 0))
+        if bad.size:
+            x, y = bad[0]
+            raise ValueError(f"distance row {x}, column {y}: value {distance[x, y]!r} is negative or NaN")
+        with np.errstate(invalid="ignore"):
+            values = np.where(distance == 0, 0.0, float(epsilon) * distance)
+        return cls(values, labels, f"metric {epsilon:g}-LDP, k={distance.shape[0]}")
+
+    @classmethod
+    def from_graph(cls, graph: nx.Graph, epsilon: float = 1.0, weight: str = "weight") -> "PrivacyMatrix":
+        """Metric LDP from shortest paths on a (di)graph: ``E = epsilon * d_G``.
+
+        Edge weights default to 1. Nodes are ordered as ``list(graph.nodes)``;
+        unreachable pairs get ``inf``.
+        """
+        nodes = list(graph.nodes)
+        if not nodes:
+            raise ValueError("the graph has no nodes")
+        for u, v, data in graph.edges(data=True):
+            w = data.get(weight, 1.0)
+            if not (w >= 0):
+                raise ValueError(f"edge ({u}, {v}) has weight {w!r}; weights must be >= 0")
+        distance = nx.floyd_warshall_numpy(graph, nodelist=nodes, weight=weight)
+        result = cls.metric(distance, epsilon, [str(node) for node in nodes])
+        result.name = f"graph metric {epsilon:g}-LDP, {len(nodes)} nodes"
+        return result
+
+    @classmethod
+    def grid_l1(cls, shape: Sequence[int], epsilon: float = 1.0) -> "PrivacyMatrix":
+        """Metric LDP with the L1 distance on a grid ``[m_1] x ... x [m_D]``.
+
+        ``E[x, x'] = epsilon * ||x - x'||_1`` (metric-ldp-range-counting.md,
+        Section IV). Cells are ordered row-major (C order); labels are the
+        cell coordinates.
+        """
+        shape = tuple(int(m) for m in shape)
+        if not shape or min(shape) < 1:
+            raise ValueError(f"grid shape must be positive integers, got {shape}")
+        cells = np.array(list(np.ndindex(*shape)))
+        distance = np.abs(cells[:, None, :] - cells[None, :, :]).sum(axis=2)
+        labels = ["(" + ",".join(str(c) for c in cell) + ")" for cell in cells]
+        result = cls.metric(distance, epsilon, labels)
+        result.name = f"L1 grid {'x'.join(map(str, shape))} {epsilon:g}-LDP"
+        return result
+
+    # ------------------------------------------------- closure and structure
+    def closure(self) -> "PrivacyMatrix":
+        """Shortest-path closure ``E*[x, x'] = min over paths x -> ... -> x'`` of the sum of E.
+
+        Ratio constraints chain along paths (``Q[x,y] <= e^{E[x,z]} Q[z,y] <=
+        e^{E[x,z] + E[z,x']} Q[x',y]``), so E and E* admit exactly the same
+        channels; E* is the tightest matrix with that property.
+        """
+        closed = min_plus_closure(self._epsilon)
+        return PrivacyMatrix(closed, self.labels, f"closure of {self.name}")
+
+    def nonredundant_pairs(self) -> np.ndarray:
+        """The ordered pairs ``(x, x')`` whose constraint no other constraints imply.
+
+        A finite pair is redundant when ``E[x, x'] > E*[x, x']`` (a path is
+        tighter) or when a symbol z with ``E*[x, z] > 0`` and ``E*[z, x'] > 0``
+        gives ``E*[x, z] + E*[z, x'] <= E[x, x']`` (the triangle test). Requiring
+        both legs positive makes the implication well-founded (each leg is
+        strictly shorter), so the kept pairs imply every dropped one even with
+        ties and zero entries. For a graph metric the kept pairs are the
+        graph's tight edges.
+
+        Returns
+        -------
+        ndarray of int, shape (n_pairs, 2)
+        """
+        values = self._epsilon
+        closed = min_plus_closure(values)
+        positive = np.where(closed > 0, closed, np.inf)
+        np.fill_diagonal(positive, np.inf)
+        via = min_plus_product(positive, positive)
+        slack = REDUNDANCY_RTOL * np.where(np.isfinite(values), values, 0.0)
+        finite = np.isfinite(values) & ~np.eye(self.k, dtype=bool)
+        tight = values <= closed + slack
+        implied = via <= values + slack
+        keep = finite & tight & ~implied
+        return np.argwhere(keep)
+
+    def components(self) -> list[np.ndarray]:
+        """Independent components of the constraint graph.
+
+        Symbols x, x' are joined when ``E[x, x']`` or ``E[x', x]`` is finite.
+        Different components share no constraint, so the admissible cone is the
+        product of the components' cones (e.g. the blocks of BSLDP).
+        Components are returned as sorted index arrays, ordered by smallest symbol.
+        """
+        graph = nx.Graph()
+        graph.add_nodes_from(range(self.k))
+        xs, ys = np.nonzero(np.isfinite(self._epsilon))
+        graph.add_edges_from((int(x), int(y)) for x, y in zip(xs, ys) if x != y)
+        parts = [np.array(sorted(c)) for c in nx.connected_components(graph)]
+        return sorted(parts, key=lambda part: part[0])
+
+    def restrict(self, symbols: Sequence[int]) -> "PrivacyMatrix":
+        """The sub-matrix on a subset of symbols (e.g. one component)."""
+        symbols = list(symbols)
+        return PrivacyMatrix(
+            self._exact[np.ix_(symbols, symbols)], [self.labels[s] for s in symbols], f"{self.name} restricted"
+        )
+
+
+def _check_k(k: int) -> None:
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+
+
+def _check_level(epsilon: float) -> None:
+    if not (float(epsilon) >= 0):
+        raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
+
+
+def _as_blocks(partition) -> list[list[int]]:
+    items = list(partition)
+    if not items:
+        raise ValueError("the partition is empty")
+    if all(np.ndim(item) == 0 for item in items):
+        sizes = [int(size) for size in items]
+        if min(sizes) < 1:
+            raise ValueError(f"block sizes must be positive, got {sizes}")
+        bounds = np.cumsum([0] + sizes)
+        return [list(range(bounds[i], bounds[i + 1])) for i in range(len(sizes))]
+    blocks = [sorted(int(x) for x in block) for block in items]
+    flat = sorted(itertools.chain.from_iterable(blocks))
+    if flat != list(range(len(flat))) or any(not block for block in blocks):
+        raise ValueError("blocks must be non-empty and cover 0..k-1 exactly once")
+    return blocks
+

@@ -1,0 +1,120 @@
+"""Chunked, multi-threaded max-plus products of log-matrices.
+
+For a non-negative matrix ``Q`` (k x m) the pairwise row statistic
+
+    M[x, x'] = max_y  log Q[x, y] - log Q[x', y]
+
+is a max-plus product of ``log Q`` with ``-log Q`` transposed.  It costs
+k * k * m operations; we bound the memory by processing a few rows of ``x`` at a
+time (each chunk is a c x k x m block) and run the chunks on a thread pool
+(NumPy releases the GIL inside ufuncs, so the threads use every core).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+#: Finite stand-in for ``log 0``. Real logs of positive doubles lie in
+#: [-745, 710]; with the sentinel, ``finite - ZERO_LOG`` exceeds ``INF_THRESHOLD``
+#: (read back as +inf) and ``ZERO_LOG - ZERO_LOG == 0`` (a "both zero" column,
+#: which can never raise a maximum that is >= 0 for stochastic rows).
+ZERO_LOG = -1e200
+INF_THRESHOLD = 1e100
+DEFAULT_CHUNK_BYTES = 64 * 2**20
+
+
+def safe_log(matrix: np.ndarray) -> np.ndarray:
+    """Natural log of a non-negative array with ``log 0`` replaced by ``ZERO_LOG``."""
+    matrix = np.asarray(matrix, dtype=float)
+    out = np.full(matrix.shape, ZERO_LOG)
+    np.log(matrix, out=out, where=matrix > 0)
+    return out
+
+
+def max_log_ratio(
+    matrix: np.ndarray,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise maximal log-ratio of rows, with the maximising column.
+
+    Parameters
+    ----------
+    matrix : ndarray, shape (k, m)
+        Non-negative entries.
+    chunk_bytes : int
+        Memory budget of one chunk (bytes); ``workers`` chunks live at once.
+    workers : int, optional
+        Threads to use (default: the number of CPUs).
+
+    Returns
+    -------
+    values : ndarray, shape (k, k)
+        ``values[x, x'] = max_y log(matrix[x, y] / matrix[x', y])`` with
+        ``+inf`` where a positive entry meets a zero, and columns where both
+        rows are zero contributing ``0``.
+    argmax : ndarray of int, shape (k, k)
+        A column ``y`` attaining the maximum.
+    """
+    logs = safe_log(matrix)
+    k, m = logs.shape
+    values = np.empty((k, k))
+    argmax = np.empty((k, k), dtype=np.intp)
+    rows_per_chunk = max(1, int(chunk_bytes // max(1, 8 * k * m)))
+    starts = range(0, k, rows_per_chunk)
+
+    def work(start: int) -> None:
+        stop = min(k, start + rows_per_chunk)
+        block = logs[start:stop, None, :] - logs[None, :, :]
+        best = block.argmax(axis=2)
+        argmax[start:stop] = best
+        values[start:stop] = np.take_along_axis(block, best[..., None], axis=2)[..., 0]
+
+    n_workers = workers or os.cpu_count() or 1
+    if n_workers == 1 or len(starts) == 1:
+        for start in starts:
+            work(start)
+    else:
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
+            list(pool.map(work, starts))
+    values[values > INF_THRESHOLD] = np.inf
+    return values, argmax
+
+
+def min_plus_closure(weights: np.ndarray) -> np.ndarray:
+    """All-pairs shortest path lengths (Floyd–Warshall, vectorised over rows).
+
+    Parameters
+    ----------
+    weights : ndarray, shape (k, k)
+        Non-negative edge weights; ``inf`` means no edge. Zero weights are real
+        edges (unlike SciPy's dense ``csgraph`` input, which drops zeros).
+
+    Returns
+    -------
+    ndarray, shape (k, k)
+        ``D[i, j]`` = length of the shortest directed path from i to j, with a
+        zero diagonal.
+    """
+    dist = np.array(weights, dtype=float, copy=True)
+    np.fill_diagonal(dist, 0.0)
+    for via in range(dist.shape[0]):
+        np.minimum(dist, dist[:, via, None] + dist[None, via, :], out=dist)
+    return dist
+
+
+def min_plus_product(left: np.ndarray, right: np.ndarray, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> np.ndarray:
+    """Min-plus matrix product ``out[i, j] = min_z left[i, z] + right[z, j]``."""
+    left = np.asarray(left, dtype=float)
+    right = np.asarray(right, dtype=float)
+    k, inner = left.shape
+    cols = right.shape[1]
+    out = np.empty((k, cols))
+    rows_per_chunk = max(1, int(chunk_bytes // max(1, 8 * inner * cols)))
+    for start in range(0, k, rows_per_chunk):
+        stop = min(k, start + rows_per_chunk)
+        out[start:stop] = (left[start:stop, :, None] + right[None, :, :]).min(axis=1)
+    return out
