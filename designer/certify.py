@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -57,15 +58,19 @@ class Violation:
     y: int
     log_ratio: float
     allowed: float
+    exact_ratio: Fraction | None = None
 
     def to_dict(self) -> dict:
-        return {
+        payload = {
             "x": self.x,
             "x_prime": self.x_prime,
             "y": self.y,
             "log_ratio": _json_number(self.log_ratio),
             "allowed": _json_number(self.allowed),
         }
+        if self.exact_ratio is not None:
+            payload["ratio"] = str(self.exact_ratio)
+        return payload
 
 
 @dataclass
@@ -187,37 +192,43 @@ def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
     k = channel.k
     positive = exact_q != 0
     tight = np.zeros((k, k))
+    gaps = np.full((k, k), math.inf)
     violations: list[Violation] = []
     constraints = epsilon.exact_epsilon
     for x in range(k):
         for x_prime in range(k):
             if x == x_prime:
                 continue
+            rule = constraints[x, x_prime]
             support_break = positive[x] & ~positive[x_prime]
             if support_break.any():
                 tight[x, x_prime] = math.inf
-                if not constraints[x, x_prime].infinite:
+                if not rule.infinite:
+                    gaps[x, x_prime] = -math.inf
                     y = int(np.flatnonzero(support_break)[0])
-                    violations.append(Violation(x, x_prime, y, math.inf, float(constraints[x, x_prime])))
+                    violations.append(Violation(x, x_prime, y, math.inf, float(rule)))
                 continue
             both = positive[x] & positive[x_prime]
             if not both.any():
                 continue
             ratios = np.where(both, logs[x] - logs[x_prime], -math.inf)
-            best = float(ratios.max())
-            tight[x, x_prime] = max(best, 0.0)
-            rule = constraints[x, x_prime]
+            candidates = np.flatnonzero(ratios >= ratios.max() - EXACT_CANDIDATE_WINDOW)
+            exact_ratios = [exact_q[x, y] / exact_q[x_prime, y] for y in candidates]
+            best = int(np.argmax(exact_ratios))
+            best_ratio, witness = exact_ratios[best], int(candidates[best])
+            tight[x, x_prime] = max(log_fraction(best_ratio), 0.0)
             if rule.infinite:
                 continue
-            for y in np.flatnonzero(ratios >= best - EXACT_CANDIDATE_WINDOW):
-                if not rule.allows(exact_q[x, y], exact_q[x_prime, y]):
-                    violations.append(Violation(x, x_prime, int(y), float(ratios[y]), float(rule)))
-                    break
+            gaps[x, x_prime] = rule.gap(best_ratio)
+            if not rule.allows(best_ratio, Fraction(1)):
+                violations.append(Violation(x, x_prime, witness, log_fraction(best_ratio), float(rule), best_ratio))
+    finite = np.isfinite(epsilon.epsilon)
+    np.fill_diagonal(finite, False)
     return Certificate(
         verdict="violated" if violations else "certified",
         mode="exact",
         tight_epsilon=tight,
-        margin=_margin(epsilon.epsilon, tight),
+        margin=float(gaps[finite].min()) if finite.any() else math.inf,
         violations=violations,
         tolerance=0.0,
     )

@@ -29,3 +29,6 @@ for module in COMMAND_MODULES:
 def main() -> None:
     """Console-script entry point."""
     app()
+
+if __name__ == "__main__":
+    main()

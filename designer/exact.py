@@ -111,6 +111,27 @@ class ExactEpsilon:
         return _ratio_below_exp(ratio, self.value)
 
 
+    def gap(self, ratio: Fraction) -> float:
+        """``self - log(ratio)`` as a float; exactly 0 when ``exp(self) == ratio``."""
+        if self.infinite:
+            return math.inf
+        if ratio == 0:
+            return math.inf
+        if self.exp_value is not None:
+            return log_fraction(self.exp_value / ratio)
+        saved = flint.ctx.prec
+        try:  # 256 bits: no cancellation when the gap is tiny
+            flint.ctx.prec = 256
+            difference = _arb(self.value) - _arb(ratio).log()
+            return float(difference.mid())
+        finally:
+            flint.ctx.prec = saved
+
+
+def _arb(value: Fraction) -> "flint.arb":
+    return flint.arb(flint.fmpq(value.numerator, value.denominator))
+
+
 def _arb_to_fraction(ball_endpoint: "flint.arb") -> Fraction:
     mantissa, exponent = ball_endpoint.man_exp()
     mantissa, exponent = int(mantissa), int(exponent)
@@ -122,7 +143,7 @@ def exp_bounds(value: Fraction, precision: int) -> tuple[Fraction, Fraction]:
     saved = flint.ctx.prec
     try:
         flint.ctx.prec = precision
-        ball = flint.arb(flint.fmpq(value.numerator, value.denominator)).exp()
+        ball = _arb(value).exp()
         return _arb_to_fraction(ball.lower()), _arb_to_fraction(ball.upper())
     finally:
         flint.ctx.prec = saved

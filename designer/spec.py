@@ -240,8 +240,9 @@ class PrivacyMatrix:
         gives ``E*[x, z] + E*[z, x'] <= E[x, x']`` (the triangle test). Requiring
         both legs positive makes the implication well-founded (each leg is
         strictly shorter), so the kept pairs imply every dropped one even with
-        ties and zero entries. For a graph metric the kept pairs are the
-        graph's tight edges.
+        ties and zero entries. Without zero levels in the closure the kept set
+        is also minimal (dropping any pair changes the closure); for a graph
+        metric it is exactly the graph's shortest-path edges.
 
         Returns
         -------

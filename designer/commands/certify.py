@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from designer.certify import Certificate, certify
 from designer.commands import guarded, print_json
@@ -26,9 +27,12 @@ def report(certificate: Certificate, console: Console, title: str = "", limit: i
             "run with --exact for a proof"
         )
     for violation in certificate.violations[:limit]:
+        ratio = f" (ratio {violation.exact_ratio} exactly)" if violation.exact_ratio is not None else ""
         console.print(
-            f"  violated: x={violation.x} x'={violation.x_prime} witness y={violation.y}: "
-            f"log Q[x,y]/Q[x',y] = {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
+            escape(
+                f"  violated: x={violation.x} x'={violation.x_prime} witness y={violation.y}: "
+                f"log Q[x,y]/Q[x',y] = {violation.log_ratio:.6g}{ratio} > E = {violation.allowed:.6g}"
+            )
         )
     if len(certificate.violations) > limit:
         console.print(f"  ... and {len(certificate.violations) - limit} more violating pairs")
