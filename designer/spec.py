@@ -44,29 +44,15 @@ class PrivacyMatrix:
     """
 
     def __init__(self, epsilon, labels: Sequence[str] | None = None, name: str | None = None):
-        raw = np.asarray(epsilon, dtype=object)
-        if raw.ndim != 2 or raw.shape[0] != raw.shape[1]:
-            raise ValueError(f"E must be a square k x k matrix, got shape {raw.shape}")
-        k = raw.shape[0]
-        if k == 0:
-            raise ValueError("E must have at least one row")
-        exact = np.empty((k, k), dtype=object)
-        values = np.empty((k, k))
-        for (x, x_prime), entry in np.ndenumerate(raw):
-            try:
-                if isinstance(entry, (float, np.floating)) and np.isnan(entry):
-                    raise ValueError("NaN is not a privacy level")
-                parsed = ExactEpsilon.parse(float(entry) if isinstance(entry, np.floating) else entry)
-            except (ValueError, TypeError) as error:
-                raise ValueError(f"E row {x}, column {x_prime}: value {entry!r}: {error}") from None
-            exact[x, x_prime] = parsed
-            values[x, x_prime] = float(parsed)
-        for x in range(k):
-            if values[x, x] != 0:
-                raise ValueError(f"E row {x}, column {x}: diagonal must be 0, got {raw[x, x]!r}")
+        numeric = _as_numeric(epsilon)
+        if numeric is not None:
+            values, exact = _validated_numeric(numeric), None
+        else:
+            values, exact = _parsed_exact(np.asarray(epsilon, dtype=object))
         values.setflags(write=False)
         self._epsilon = values
         self._exact = exact
+        k = values.shape[0]
         self.labels: tuple[str, ...] = tuple(str(label) for label in labels) if labels is not None else tuple(
             str(i) for i in range(k)
         )
@@ -82,7 +68,13 @@ class PrivacyMatrix:
 
     @property
     def exact_epsilon(self) -> np.ndarray:
-        """The entries as :class:`~designer.exact.ExactEpsilon` (object array)."""
+        """The entries as :class:`~designer.exact.ExactEpsilon` (object array).
+
+        For a matrix given as numbers, each float is taken at its exact binary value.
+        """
+        if self._exact is None:
+            flat = [ExactEpsilon.parse(value) for value in self._epsilon.ravel().tolist()]
+            self._exact = np.array(flat + [None], dtype=object)[:-1].reshape(self._epsilon.shape)
         return self._exact
 
     @property
@@ -278,9 +270,58 @@ class PrivacyMatrix:
     def restrict(self, symbols: Sequence[int]) -> "PrivacyMatrix":
         """The sub-matrix on a subset of symbols (e.g. one component)."""
         symbols = list(symbols)
-        return PrivacyMatrix(
-            self._exact[np.ix_(symbols, symbols)], [self.labels[s] for s in symbols], f"{self.name} restricted"
-        )
+        source = self._epsilon if self._exact is None else self._exact
+        return PrivacyMatrix(source[np.ix_(symbols, symbols)], [self.labels[s] for s in symbols], f"{self.name} restricted")
+
+
+def _as_numeric(epsilon) -> np.ndarray | None:
+    """The input as a float array when it is purely numeric, else None (exact parsing)."""
+    if isinstance(epsilon, np.ndarray) and epsilon.dtype.kind in "biuf":
+        return epsilon.astype(float)
+    if isinstance(epsilon, np.ndarray):
+        return None
+    try:
+        array = np.asarray(epsilon)
+    except ValueError:
+        return None
+    return array.astype(float) if array.dtype.kind in "biuf" else None
+
+
+def _check_square(shape: tuple[int, ...]) -> None:
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"E must be a square k x k matrix, got shape {shape}")
+    if shape[0] == 0:
+        raise ValueError("E must have at least one row")
+
+
+def _validated_numeric(values: np.ndarray) -> np.ndarray:
+    _check_square(values.shape)
+    bad = np.argwhere(~(values >= 0))  # negative or NaN
+    if bad.size:
+        x, x_prime = bad[0]
+        raise ValueError(f"E row {x}, column {x_prime}: value {values[x, x_prime]!r} must be >= 0 (inf allowed)")
+    diagonal = np.flatnonzero(np.diag(values) != 0)
+    if diagonal.size:
+        x = diagonal[0]
+        raise ValueError(f"E row {x}, column {x}: diagonal must be 0, got {values[x, x]!r}")
+    return values.copy()
+
+
+def _parsed_exact(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _check_square(raw.shape)
+    exact = np.empty(raw.shape, dtype=object)
+    for (x, x_prime), entry in np.ndenumerate(raw):
+        try:
+            if isinstance(entry, (float, np.floating)) and np.isnan(entry):
+                raise ValueError("NaN is not a privacy level")
+            exact[x, x_prime] = ExactEpsilon.parse(float(entry) if isinstance(entry, np.floating) else entry)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"E row {x}, column {x_prime}: value {entry!r}: {error}") from None
+    values = np.array([float(entry) for entry in exact.ravel()]).reshape(raw.shape)
+    for x in range(raw.shape[0]):
+        if values[x, x] != 0:
+            raise ValueError(f"E row {x}, column {x}: diagonal must be 0, got {raw[x, x]!r}")
+    return values, exact
 
 
 def _check_k(k: int) -> None:
