@@ -11,7 +11,11 @@ import typer
 
 from designer.commands import certify as certify_command
 from designer.commands import demo as demo_command
+from designer.commands import design as design_command
+from designer.commands import robust as robust_command
+from designer.commands import simulate as simulate_command
 from designer.commands import spec as spec_command
+from designer.commands import range as range_command
 
 app = typer.Typer(
     name="ldp-designer",
@@ -21,7 +25,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-COMMAND_MODULES = [certify_command, spec_command, demo_command]
+COMMAND_MODULES = [certify_command, spec_command, design_command, demo_command, robust_command, simulate_command, range_command]
 for module in COMMAND_MODULES:
     module.register(app)
 

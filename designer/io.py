@@ -14,6 +14,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,14 @@ def read_vector(path: str | Path, what: str) -> np.ndarray:
     return np.array([float(v) for v in cells.ravel()])
 
 
+def read_matrix(path: str | Path, what: str) -> np.ndarray:
+    """Read a rectangular matrix of finite numbers (e.g. a loss matrix) as floats."""
+    path = Path(path)
+    rows = read_table(path, what)
+    cells = _parse_cells(path, rows, parse_rational, what)
+    return np.array([[float(v) for v in row] for row in cells])
+
+
 def format_number(value) -> str:
     """Shortest text that reads back to the same float (``inf`` for infinity)."""
     value = float(value)
@@ -129,8 +138,14 @@ def _atomic_write(path: str | Path, write: Callable[[object], None]) -> None:
 
 
 def write_matrix_csv(path: str | Path, matrix: Iterable[Iterable[float]]) -> None:
-    """Write a numeric matrix as CSV, atomically, with round-trip precision."""
-    rows = [[format_number(value) for value in row] for row in np.asarray(matrix, dtype=float)]
+    """Write a numeric matrix as CSV, atomically, with round-trip precision.
+
+    Fractions (exact channels) are written exactly as ``p/q``.
+    """
+    rows = [
+        [str(value) if isinstance(value, Fraction) else format_number(value) for value in row]
+        for row in np.asarray(matrix, dtype=object)
+    ]
     _atomic_write(path, lambda handle: csv.writer(handle, lineterminator="\n").writerows(rows))
 
 

@@ -64,3 +64,54 @@ def mutual_information(prior, channel) -> float:
     """
     matrix = getattr(channel, "matrix", channel)
     return float(np.sum(column_information(prior, np.asarray(matrix, dtype=float))))
+
+
+#: Convex generators ``f`` (``f(1) = 0``) of the f-divergences offered as design
+#: utilities: ``D_f(P || R) = sum_y R_y f(P_y / R_y)``.
+F_DIVERGENCES = {
+    "kl": lambda t: np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0),
+    "chi-square": lambda t: (t - 1.0) ** 2,
+    "hellinger": lambda t: (np.sqrt(t) - 1.0) ** 2,
+    "total-variation": lambda t: 0.5 * np.abs(t - 1.0),
+}
+
+
+def column_f_divergence(first, second, columns, divergence: str = "kl") -> np.ndarray:
+    """Per-column contribution to ``D_f(first Q || second Q)``.
+
+    For hypotheses ``X ~ first`` and ``X ~ second`` observed through a channel
+    Q, the output distributions are ``first @ Q`` and ``second @ Q`` and
+
+        D_f(first Q || second Q) = sum_y mu_f(Q[:, y]),
+        mu_f(q) = (second . q) f((first . q) / (second . q)),
+
+    the perspective of a convex f, hence sublinear in q (Kairouz, Oh,
+    Viswanath 2014, "f-divergence" utilities; the same reduction as Theorem
+    12 of robust-ldp-chi-square.md). ``divergence`` names f in
+    :data:`F_DIVERGENCES`. ``second`` must be positive on every symbol (so
+    ``second . q > 0`` for every non-zero column).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+    """
+    if divergence not in F_DIVERGENCES:
+        raise ValueError(f"unknown f-divergence {divergence!r}; choose one of {', '.join(F_DIVERGENCES)}")
+    columns = np.asarray(columns, dtype=float)
+    columns = columns[:, None] if columns.ndim == 1 else columns
+    k = columns.shape[0]
+    first = _validated_prior(first, k)
+    second = _validated_prior(second, k)
+    if np.any(second <= 0):
+        raise ValueError("the second (reference) distribution must be positive on every symbol")
+    first_mass = first @ columns
+    second_mass = second @ columns
+    safe = np.where(second_mass > 0, second_mass, 1.0)
+    values = np.where(second_mass > 0, second_mass * F_DIVERGENCES[divergence](first_mass / safe), 0.0)
+    return values
+
+
+def f_divergence(first, second, channel, divergence: str = "kl") -> float:
+    """``D_f(first Q || second Q)`` for a channel (or k x m array) Q; see :func:`column_f_divergence`."""
+    matrix = getattr(channel, "matrix", channel)
+    return float(np.sum(column_f_divergence(first, second, np.asarray(matrix, dtype=float), divergence)))

@@ -1,0 +1,104 @@
+"""``ldp-designer design``: the optimal E-LDP channel for an E file (and a prior or a loss)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from designer.commands import fail, guarded, print_json
+from designer.cone import DEFAULT_MAX_VERTICES
+from designer.design import VERTEX_UTILITIES, DesignResult, design_channel, design_expected_loss
+from designer.io import read_matrix, read_privacy_matrix, read_vector
+from designer.spec import PrivacyMatrix
+from solvers.linear import LinearProgramError
+
+UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
+NOT_CERTIFIED = 1
+
+
+def report(result: DesignResult, console: Console, title: str = "") -> None:
+    """Print a design result as a short readable report."""
+    colour = "green" if result.certified else "red"
+    what = "expected loss" if result.utility == "expected-loss" else f"{result.utility} (nats)"
+    console.print(f"{title}[bold]{result.privacy.name}[/]: optimal {what} = {result.objective:.6g}")
+    vertices = f"{result.n_vertices} vertices ({', '.join(sorted(set(result.methods)))}), " if result.n_vertices else ""
+    console.print(f"  {vertices}{result.n_outputs} outputs, {result.seconds:.3g} s")
+    console.print(
+        f"  [{colour}]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
+        f"margin min(E - E_Q) = {result.certificate.margin:.3g})"
+    )
+    if result.duals is not None:
+        console.print(
+            f"  optimality: dual residual {result.dual_residual:.1e}, duality gap {result.duality_gap:.1e}"
+        )
+
+
+def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix) -> np.ndarray | None:
+    if path is None:
+        return None
+    values = read_vector(path, what)
+    if values.size != privacy.k:
+        raise ValueError(f"{path}: the {what} has {values.size} entries but E is {privacy.k} x {privacy.k}")
+    if np.any(values < 0) or abs(values.sum() - 1) > 1e-9:
+        raise ValueError(f"{path}: the {what} must be non-negative and sum to 1 (sums to {values.sum()!r})")
+    return values
+
+
+@guarded
+def design_command(
+    e_file: Path = typer.Option(..., "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
+    out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
+    prior_file: Path = typer.Option(None, "--prior", help="k probabilities, one row or one column (default uniform)."),
+    utility: str = typer.Option(
+        "mutual-information", "--utility", help=f"One of: {', '.join(UTILITY_CHOICES)}."
+    ),
+    alternative_file: Path = typer.Option(
+        None, "--alternative", help="Second input distribution for f-divergence utilities (kl, chi-square, ...)."
+    ),
+    loss_file: Path = typer.Option(
+        None, "--loss", help="k x m loss matrix for expected-loss (default 0/1 loss, outputs = inputs)."
+    ),
+    exact: bool = typer.Option(False, "--exact", help="Exact rational vertices and channel; certify exactly."),
+    max_vertices: int = typer.Option(
+        DEFAULT_MAX_VERTICES, "--max-vertices", help="Refuse cones estimated to have more vertices."
+    ),
+    row_order: str = typer.Option(None, "--row-order", help="cdd row order (e.g. max_cutoff, lex_min)."),
+    summary_file: Path = typer.Option(None, "--summary", help="Also write the JSON summary to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON summary on stdout."),
+) -> None:
+    """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
+    if utility not in UTILITY_CHOICES:
+        fail(f"--utility must be one of {', '.join(UTILITY_CHOICES)}, got {utility!r}")
+    privacy = read_privacy_matrix(e_file)
+    prior = _read_distribution(prior_file, "prior", privacy)
+    try:
+        if utility == "expected-loss":
+            if exact:
+                fail("--exact applies to vertex designs (mutual information, f-divergences), not expected-loss")
+            loss = read_matrix(loss_file, "loss") if loss_file else 1.0 - np.eye(privacy.k)
+            if loss.shape[0] != privacy.k:
+                fail(f"{loss_file}: the loss has {loss.shape[0]} rows but E is {privacy.k} x {privacy.k}")
+            result = design_expected_loss(privacy, loss, prior)
+        else:
+            alternative = _read_distribution(alternative_file, "alternative", privacy)
+            result = design_channel(
+                privacy, utility, prior, alternative, exact=exact, row_order=row_order, max_vertices=max_vertices
+            )
+    except LinearProgramError as error:
+        fail(str(error))
+    if not result.certified:
+        report(result, Console(stderr=True))
+        raise typer.Exit(NOT_CERTIFIED)
+    result.save(out, summary_file)
+    if as_json:
+        print_json(result.summary())
+    else:
+        report(result, Console())
+        Console().print(f"  channel written to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("design")(design_command)

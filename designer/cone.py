@@ -1,0 +1,250 @@
+"""The cone of admissible output columns of an E-LDP channel.
+
+A k x m channel Q is E-LDP iff every column q = Q[:, y] lies in
+
+    C_E = { q >= 0 : q_x <= exp(E[x, x']) q_x'  for all x, x' }
+
+(Definition 2 of context-aware-ldp.md, per-output form). Only the
+non-redundant pairs of :meth:`PrivacyMatrix.nonredundant_pairs` are needed
+(the others are implied along paths), and when the constraint graph splits
+into components the cone is the product of the components' cones, so its
+extreme rays are the rays of one component padded with zeros: a block E costs
+the *sum* of its blocks' ray counts, not their product.
+
+Within a component whose closure ``E*`` is uniform (every pair ``epsilon``) the
+rays are known in closed form: the ``2^d - 2`` non-constant vectors with
+entries in ``{1, e^epsilon}`` (Kairouz, Oh, Viswanath 2014; Appendix A-A of
+robust-ldp-chi-square.md). Other components are enumerated with cdd
+(:mod:`solvers.vertices`).
+
+Exact mode uses rational ratios: ``r`` exactly for ``epsilon = log(r)``, and a
+rigorous *lower* bound of ``exp(epsilon)`` for a rational ``epsilon`` (the cone
+shrinks by less than 1e-30 relative, so its rays are provably admissible).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from designer.exact import ExactEpsilon, exp_bounds
+from designer.spec import PrivacyMatrix
+from solvers.vertices import (
+    TooManyVerticesError,
+    enumerate_cone_rays,
+    uniform_ratio_cone_rays,
+    uniform_ratio_cone_size,
+)
+
+#: Default refusal threshold on the (estimated) number of cone vertices.
+DEFAULT_MAX_VERTICES = 70_000
+#: Bits of precision of the rational lower bound of exp(epsilon) in exact mode.
+EXACT_EXP_BITS = 128
+
+
+class ConeTooLargeError(TooManyVerticesError):
+    """The estimated number of vertices exceeds ``max_vertices``."""
+
+
+@dataclass(frozen=True)
+class ComponentVertices:
+    """Vertices of one component's cone, in the component's own coordinates.
+
+    ``vertices`` (n, d) floats summing to 1 per row; ``method`` is
+    ``"closed-form"`` or ``"enumerated"``; ``seconds`` the time spent;
+    ``exact_used`` whether the rays are known exactly (then
+    :meth:`exact_vertex` gives them as Fractions).
+    """
+
+    symbols: np.ndarray
+    vertices: np.ndarray
+    method: str
+    seconds: float
+    exact_used: bool
+    exact_vertices: list | None = None
+    exact_uniform_ratio: Fraction | None = None
+
+    @property
+    def n_vertices(self) -> int:
+        return self.vertices.shape[0]
+
+    def exact_vertex(self, index: int) -> list[Fraction]:
+        """Vertex ``index`` as exact rationals summing to 1 (exact mode only)."""
+        if self.exact_vertices is not None:
+            return self.exact_vertices[index]
+        if self.exact_uniform_ratio is None:
+            raise ValueError("these vertices were computed in floating point")
+        d = self.symbols.size
+        ratio = self.exact_uniform_ratio
+        if ratio == 1 or d == 1:
+            return [Fraction(1, d)] * d
+        pattern = index + 1  # the order of uniform_ratio_cone_rays
+        ray = [ratio if (pattern >> i) & 1 else Fraction(1) for i in range(d)]
+        total = sum(ray)
+        return [value / total for value in ray]
+
+
+@dataclass
+class ComponentCone:
+    """The cone of one independent component: ``A q >= 0`` in its own coordinates.
+
+    Attributes
+    ----------
+    symbols : ndarray of int
+        Indices of the component's symbols in the full domain.
+    pairs : ndarray (n, 2)
+        Non-redundant pairs ``(x, x')`` in local indices: rows ``r q_x' - q_x >= 0``.
+    levels : list of ExactEpsilon
+        ``E[x, x']`` of each pair.
+    uniform_level : ExactEpsilon or None
+        The common value of ``E*`` on all pairs when it is uniform and finite
+        (closed-form rays), else None.
+    """
+
+    symbols: np.ndarray
+    pairs: np.ndarray
+    levels: list
+    uniform_level: ExactEpsilon | None = None
+
+    @property
+    def dimension(self) -> int:
+        return int(self.symbols.size)
+
+    def ratios(self, exact: bool = False) -> list:
+        """``exp(E[x, x'])`` for each pair: floats, or (exact) rationals rounded down."""
+        return [_exact_ratio(level) if exact else math.exp(float(level)) for level in self.levels]
+
+    def inequalities(self, exact: bool = False) -> np.ndarray:
+        """Rows ``a`` with ``a . q >= 0``: the ratio rows, then ``q >= 0``."""
+        d = self.dimension
+        zero, one = (Fraction(0), Fraction(1)) if exact else (0.0, 1.0)
+        rows = []
+        for (x, x_prime), ratio in zip(self.pairs, self.ratios(exact)):
+            row = [zero] * d
+            row[x] -= one
+            row[x_prime] += ratio
+            rows.append(row)
+        for x in range(d):
+            row = [zero] * d
+            row[x] = one
+            rows.append(row)
+        return np.array(rows, dtype=object if exact else float)
+
+    def estimated_vertices(self) -> int:
+        """Vertex count: exact for a closed-form component, else ``2^d - 2`` (the uniform count).
+
+        The uniform cone's ``2^d - 2`` is used as the size guess for enumerated
+        components; structured cones (high-low, graph metrics) usually have far
+        fewer rays, so this errs on the side of refusing.
+        """
+        d = self.dimension
+        if self.uniform_level is not None:
+            return uniform_ratio_cone_size(d, math.exp(float(self.uniform_level)))
+        if d == 1:
+            return 1
+        return 2**d - 2 if d < 62 else 2**62
+
+    def vertices(self, exact: bool = False, row_order=None, method: str = "auto") -> ComponentVertices:
+        """The cone's extreme rays normalised to sum 1 (closed form when possible)."""
+        start = time.perf_counter()
+        use_closed_form = method == "closed-form" or (method == "auto" and self.uniform_level is not None)
+        if use_closed_form:
+            if self.uniform_level is None:
+                raise ValueError("the closed form needs a component with uniform epsilon")
+            ratio = _exact_ratio(self.uniform_level) if exact else math.exp(float(self.uniform_level))
+            vertices = uniform_ratio_cone_rays(self.dimension, float(ratio))
+            return ComponentVertices(
+                self.symbols, vertices, "closed-form", time.perf_counter() - start, exact,
+                exact_uniform_ratio=ratio if exact else None,
+            )
+        if method not in ("auto", "enumerate"):
+            raise ValueError(f"unknown vertex method {method!r}; choose auto, closed-form or enumerate")
+        if self.dimension == 1:
+            exact_vertices = [[Fraction(1)]] if exact else None
+            return ComponentVertices(self.symbols, np.ones((1, 1)), "enumerated", time.perf_counter() - start, exact, exact_vertices)
+        result = enumerate_cone_rays(self.inequalities(exact), exact=exact, row_order=row_order)
+        return ComponentVertices(
+            self.symbols, result.vertices, "enumerated", time.perf_counter() - start, result.exact_used,
+            result.exact_vertices if exact else None,
+        )
+
+
+@dataclass
+class Cone:
+    """``C_E`` as a product of component cones (see module docstring)."""
+
+    privacy: PrivacyMatrix
+    components: list[ComponentCone] = field(default_factory=list)
+
+    @classmethod
+    def from_privacy(cls, privacy: PrivacyMatrix) -> "Cone":
+        """Build the component cones from E's non-redundant pairs and ``components()``."""
+        closure = privacy.closure().epsilon
+        pairs = privacy.nonredundant_pairs()
+        position = np.empty(privacy.k, dtype=np.int64)
+        components = []
+        for symbols in privacy.components():
+            position[symbols] = np.arange(symbols.size)
+            inside = np.isin(pairs[:, 0], symbols) & np.isin(pairs[:, 1], symbols)
+            local = position[pairs[inside]]
+            levels = [privacy.exact_epsilon[x, x_prime] for x, x_prime in pairs[inside]]
+            components.append(ComponentCone(symbols, local.reshape(-1, 2), levels, _uniform_level(privacy, closure, symbols)))
+        return cls(privacy, components)
+
+    def estimated_vertices(self) -> int:
+        """Sum over components of :meth:`ComponentCone.estimated_vertices`."""
+        return int(sum(component.estimated_vertices() for component in self.components))
+
+    def check_size(self, max_vertices: int | None = DEFAULT_MAX_VERTICES) -> None:
+        """Refuse (:class:`ConeTooLargeError`) before a too-long enumeration."""
+        if max_vertices is None:
+            return
+        estimate = self.estimated_vertices()
+        if estimate > max_vertices:
+            largest = max(self.components, key=lambda component: component.estimated_vertices())
+            raise ConeTooLargeError(
+                f"the cone of {self.privacy.name} has about {estimate} vertices (largest component: "
+                f"{largest.dimension} symbols), more than max_vertices={max_vertices}; raise max_vertices "
+                "(--max-vertices), use a structured mechanism (randomised response, Hadamard response) "
+                "or a coarser E (merge symbols, make distant pairs inf)"
+            )
+
+    def vertices(
+        self, exact: bool = False, row_order=None, method: str = "auto", max_vertices: int | None = DEFAULT_MAX_VERTICES
+    ) -> list[ComponentVertices]:
+        """Vertices of every component (after the size check)."""
+        self.check_size(max_vertices)
+        return [component.vertices(exact, row_order, method) for component in self.components]
+
+
+def _uniform_level(privacy: PrivacyMatrix, closure: np.ndarray, symbols: np.ndarray) -> ExactEpsilon | None:
+    """The common finite level of ``E*`` on the component, if every off-diagonal pair shares it."""
+    if symbols.size == 1:
+        return None
+    block = closure[np.ix_(symbols, symbols)]
+    off = block[~np.eye(symbols.size, dtype=bool)]
+    if not np.all(np.isfinite(off)) or not np.all(off == off[0]):
+        return None
+    # Use an original entry equal to the closure's level, keeping its exact form.
+    original = privacy.epsilon[np.ix_(symbols, symbols)]
+    hits = np.argwhere((original == off[0]) & ~np.eye(symbols.size, dtype=bool))
+    if hits.size == 0:
+        return None
+    x, x_prime = hits[0]
+    return privacy.exact_epsilon[symbols[x], symbols[x_prime]]
+
+
+def _exact_ratio(level: ExactEpsilon) -> Fraction:
+    """``exp(level)`` exactly for ``log(r)``, else a rigorous rational lower bound."""
+    if level.infinite:
+        raise ValueError("no finite ratio for an infinite level")
+    if level.exp_value is not None:
+        return level.exp_value
+    if level.value == 0:
+        return Fraction(1)
+    lower, _ = exp_bounds(level.value, EXACT_EXP_BITS)
+    return max(lower, Fraction(1))

@@ -1,0 +1,32 @@
+"""Robust LDP over χ² confidence sets (robust-ldp-chi-square.md).
+
+* :class:`ConfidenceSet` — the confidence set F of eq. (3) built from (s, u)
+  records or counts, with its radii and tight bounds (Section IV).
+* :mod:`designer.robust.protocols` — SRR (Definition 5), IR (Theorems 15-16),
+  GRR-CR (Theorems 17-18), UE-CR (Theorems 19-20), Proposition 4.
+* :func:`certify_robust` — decide (eps, F)-RLDP with proofs or witnesses.
+"""
+
+from designer.robust.certify import RobustCertificate, RobustWitness, certify_robust
+from designer.robust.confidence import ConfidenceSet
+from designer.robust.protocols import (
+    RobustProtocol,
+    grr_cr,
+    independent_reporting,
+    proposition4_privacy_matrix,
+    srr,
+    ue_cr,
+)
+
+__all__ = [
+    "ConfidenceSet",
+    "RobustCertificate",
+    "RobustProtocol",
+    "RobustWitness",
+    "certify_robust",
+    "grr_cr",
+    "independent_reporting",
+    "proposition4_privacy_matrix",
+    "srr",
+    "ue_cr",
+]

@@ -1,0 +1,362 @@
+"""PolyOpt: robust LDP through a polyhedral envelope of F (robust-ldp-chi-square.md, Section V).
+
+Privacy (Theorem 11). Let ``m[s, u] = P^min_{u|s} = min_{P in F} P_{u|s}``
+(Lemma 9 on the Lemma 8 ball, :meth:`ConfidenceSet.conditional_bounds`). The cone
+Γ of eq. (44) is the set of ``T >= 0`` in ``R^X`` with, for all ``s1 != s2`` and
+all ``u1, u2``,
+
+    T[s1,u1] - e^eps T[s2,u2] + sum_u m[s1,u] (T[s1,u] - T[s1,u1])
+                              - e^eps sum_u m[s2,u] (T[s2,u] - T[s2,u2]) <= 0.       (44)
+
+(For ``s1 = s2`` condition (2) is trivial, and the derivation (59)–(64) of the
+paper needs ``s1 != s2``; these are the ``|S|(|S|-1)|U|^2`` rows, 63 with
+``q >= 0`` for |S| = |U| = 3.) Every protocol whose output columns ``Q[:, y]``
+lie in Γ is (eps, F)-RLDP.
+
+Utility (Theorem 12). With ``mu(v) = sum_x v_x P̂_x log(v_x / sum_x' v_x' P̂_x')``
+(eq. 45, :func:`designer.utility.column_information`), the LP (47)
+
+    maximise sum_v theta_v mu(v)   over theta >= 0,   sum_v theta_v v = 1_X,
+
+over the vertices ``v`` of ``Γ̂ = {T in Γ : sum T = 1}``, gives ``Q1[x, v] = theta_v v_x``,
+which maximises ``I_P̂(X; Y)`` among the protocols of Theorem 11 (``I_P̂(X;Y) = sum_y mu(Q[:, y])``).
+With ``mu2(v) = min_{P in D} mu_P(v)`` over a polytope ``D`` containing F (eq. 46
+with F replaced by ``D``, as the paper suggests; here ``D`` = the simplex cut by
+the Lemma 9 box), the same LP gives ``Q2`` and ``L = sum theta2_v mu2(v)`` with
+``inf_{P in F} I_P(X; Y(Q2)) >= L``.
+
+How the LP is solved (``method``):
+
+* ``"enumeration"`` — every vertex of Γ̂ by pycddlib (:mod:`solvers.vertices`),
+  then the vertex LP with HiGHS (:mod:`solvers.linear`). Optimality is
+  *proved*: the LP dual ``y`` satisfies ``mu(v) <= y . v + r`` for every vertex
+  with the reported residual ``r`` (~1e-10), so the optimum is at most
+  ``y . 1 + |X| max(r, 0)`` (:attr:`PolyOptResult.upper_bound`). Cost grows with
+  the vertex count (|S|, |U|) = (3, 4): 22,654 vertices, about a minute.
+* ``"column-generation"`` — a restricted LP over a few vertices plus a pricing
+  heuristic (:mod:`solvers.column_generation`: successive linearisation of the
+  convex reduced cost ``mu(v) - y . v``, each step a vertex of Γ̂). The channel is
+  (eps, F)-RLDP and its utility is exact, but it is a **lower bound** on the
+  PolyOpt optimum: ``optimal`` is False and ``upper_bound`` None, unless
+  ``verify=True`` (then every vertex is enumerated and the maximum reduced cost
+  is checked, which proves optimality or reports the gap).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from designer.channel import Channel
+from designer.robust.confidence import ConfidenceSet
+from designer.utility import column_information, entropy
+from solvers.column_generation import column_generation, max_reduced_cost
+from solvers.linear import solve_vertex_lp
+from solvers.vertices import enumerate_cone_rays
+
+#: Coordinates below this are dropped from the output columns of Q (weights theta_v).
+ZERO_WEIGHT = 1e-14
+#: Reduced costs up to this count as non-improving (nats per unit of column mass).
+PRICING_TOLERANCE = 1e-9
+#: |X| up to which ``method="auto"`` enumerates every vertex.
+AUTO_ENUMERATION_MAX_INPUTS = 9
+
+
+@dataclass(frozen=True)
+class PolyOptResult:
+    """A PolyOpt protocol (the fields shared with the other robust protocols come first).
+
+    Attributes
+    ----------
+    name : str
+        ``"polyopt"``.
+    epsilon : float
+    params : dict
+        JSON-ready summary: ``method``, ``vertices`` (count, enumeration only),
+        ``columns`` (columns generated), ``outputs``, ``optimal``,
+        ``upper_bound``, ``cone_violation``, ``seconds``.
+    utility : float
+        ``I_P̂(X; Y)`` in nats of :attr:`channel` (Theorem 12, item 1).
+    normalised_utility : float
+        ``utility / H_P̂(X)``.
+    channel : Channel
+        ``Q1``: rows ``(s, u)`` in :attr:`ConfidenceSet.inputs` order, one column per used vertex.
+    seconds : float
+        Wall-clock time of the whole design.
+    optimal : bool
+        True when optimality among the protocols of Theorem 11 is proved.
+    upper_bound : float or None
+        A proved upper bound on that optimum (equal to ``utility`` up to the LP
+        tolerance when ``optimal``), None when not proved.
+    method : str
+        ``"enumeration"`` or ``"column-generation"``.
+    columns : ndarray (k, |X|)
+        The vertices (or generated columns) the LP was solved over; reused by
+        :func:`robust_lower_bound`.
+    """
+
+    name: str
+    epsilon: float
+    params: dict
+    utility: float
+    normalised_utility: float
+    channel: Channel = field(repr=False)
+    seconds: float = 0.0
+    optimal: bool = False
+    upper_bound: float | None = None
+    method: str = "enumeration"
+    columns: np.ndarray = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class RobustLowerBound:
+    """Theorem 12, item 2: the protocol ``Q2`` and the bound ``L <= inf_{P in F} I_P(X; Y)``.
+
+    Attributes
+    ----------
+    bound : float
+        ``L = sum_v theta2_v mu2(v)`` in nats.
+    channel : Channel
+        ``Q2`` (its columns lie in Γ, so it is (eps, F)-RLDP).
+    vertices : int
+        Number of columns the LP was solved over.
+    seconds : float
+    """
+
+    bound: float
+    channel: Channel = field(repr=False)
+    vertices: int = 0
+    seconds: float = 0.0
+
+
+def cone_inequalities(confidence: ConfidenceSet, epsilon: float) -> np.ndarray:
+    """Rows ``a`` with ``a . T >= 0`` describing Γ (eq. 44 negated, then ``T >= 0``).
+
+    Returns
+    -------
+    ndarray, shape (|S|(|S|-1)|U|^2 + |X|, |X|)
+        Indexed like :attr:`ConfidenceSet.prior` (``x = s |U| + u``).
+    """
+    epsilon = _check_epsilon(epsilon)
+    a1, a2 = confidence.shape
+    m = confidence.conditional_bounds()[0]
+    ratio = np.exp(epsilon)
+    rows = []
+    eye = np.eye(a2)
+    for s1 in range(a1):
+        for s2 in range(a1):
+            if s1 == s2:
+                continue
+            # first block: T[s1,u1] (1 - M1) + m1 . T[s1]; second: -e^eps (T[s2,u2] (1 - M2) + m2 . T[s2])
+            first = eye * (1.0 - m[s1].sum()) + m[s1][None, :]  # (u1, u)
+            second = -ratio * (eye * (1.0 - m[s2].sum()) + m[s2][None, :])  # (u2, u)
+            block = np.zeros((a2, a2, a1, a2))
+            block[:, :, s1, :] = first[:, None, :]
+            block[:, :, s2, :] = second[None, :, :]
+            rows.append(-block.reshape(a2 * a2, a1 * a2))
+    return np.vstack(rows + [np.eye(a1 * a2)])
+
+
+def cone_violation(confidence: ConfidenceSet, epsilon: float, columns) -> float:
+    """Largest relative violation ``max(-a . q / ||a||_inf)`` of Γ over normalised columns (<= 0: inside)."""
+    rows = cone_inequalities(confidence, epsilon)
+    columns = np.atleast_2d(np.asarray(columns, dtype=float))
+    columns = columns / columns.sum(axis=1, keepdims=True)
+    return float(np.max(-(columns @ rows.T) / np.abs(rows).max(axis=1)))
+
+
+def cone_vertices(confidence: ConfidenceSet, epsilon: float, max_vertices: int | None = None) -> np.ndarray:
+    """Every vertex of Γ̂ (pycddlib double description; float, validated, exact fallback).
+
+    Returns
+    -------
+    ndarray, shape (n_vertices, |X|), rows summing to 1.
+    """
+    rows = cone_inequalities(confidence, epsilon)
+    return enumerate_cone_rays(rows, row_order="lex_min", max_vertices=max_vertices).vertices
+
+
+def polyopt(
+    confidence: ConfidenceSet,
+    epsilon: float,
+    method: str = "auto",
+    verify: bool = False,
+    seed: int = 0,
+) -> PolyOptResult:
+    """Design ``Q1`` of Theorem 12: the best ``I_P̂(X; Y)`` among protocols with columns in Γ.
+
+    Parameters
+    ----------
+    confidence : ConfidenceSet
+    epsilon : float
+        RLDP level, ``> 0`` and finite.
+    method : {"auto", "enumeration", "column-generation"}
+        See the module docstring. ``"auto"`` enumerates when ``|X| <= 9``
+        (milliseconds to a second), else generates columns.
+    verify : bool
+        With column generation, also enumerate every vertex and check the
+        reduced costs (proves optimality; as slow as enumeration).
+    seed : int
+        Seed of the random pricing directions (column generation).
+
+    Returns
+    -------
+    PolyOptResult
+
+    Examples
+    --------
+    >>> F = ConfidenceSet([[30, 10, 5], [20, 40, 15], [5, 5, 20]], alpha=0.05)
+    >>> result = polyopt(F, 1.0)
+    >>> result.optimal, result.params["method"], result.channel.k
+    (True, 'enumeration', 9)
+    """
+    epsilon = _check_epsilon(epsilon)
+    if method == "auto":
+        method = "enumeration" if confidence.prior.size <= AUTO_ENUMERATION_MAX_INPUTS else "column-generation"
+    if method not in ("enumeration", "column-generation"):
+        raise ValueError(f"unknown PolyOpt method {method!r}; choose 'auto', 'enumeration' or 'column-generation'")
+    start = time.perf_counter()
+    prior = confidence.prior
+    a = prior.size
+    ones = np.ones(a)
+    vertices_count = None
+    if method == "enumeration":
+        columns = cone_vertices(confidence, epsilon)
+        vertices_count = columns.shape[0]
+        values = column_information(prior, columns.T)
+        lp = solve_vertex_lp(columns, values, ones)
+        residual = max_reduced_cost(columns, values, lp.duals)
+        optimal, upper = True, float(lp.duals @ ones + a * max(residual, 0.0))
+    else:
+        rows = cone_inequalities(confidence, epsilon)
+        generated = column_generation(
+            rows[:-a], lambda q: column_information(prior, q.T), lambda q: _gradient(prior, q), ones,
+            initial_columns=_initial_columns(a), tolerance=PRICING_TOLERANCE, seed=seed,
+        )
+        columns = generated.columns
+        values = column_information(prior, columns.T)
+        lp = solve_vertex_lp(columns, values, ones)
+        optimal, upper = False, None
+        if verify:
+            every = cone_vertices(confidence, epsilon)
+            vertices_count = every.shape[0]
+            residual = max_reduced_cost(every, column_information(prior, every.T), lp.duals)
+            upper = float(lp.duals @ ones + a * max(residual, 0.0))
+            optimal = residual <= PRICING_TOLERANCE
+    channel, used = _channel(confidence, columns, lp.weights)
+    utility = float(np.sum(column_information(prior, channel.matrix)))
+    seconds = time.perf_counter() - start
+    violation = cone_violation(confidence, epsilon, channel.matrix.T)
+    params = {
+        "method": method,
+        "vertices": vertices_count,
+        "columns": int(columns.shape[0]),
+        "outputs": int(channel.n_outputs),
+        "optimal": bool(optimal),
+        "upper_bound": upper,
+        "cone_violation": violation,
+        "seconds": seconds,
+    }
+    return PolyOptResult(
+        name="polyopt", epsilon=epsilon, params=params, utility=utility,
+        normalised_utility=utility / entropy(prior), channel=channel, seconds=seconds,
+        optimal=bool(optimal), upper_bound=upper, method=method, columns=columns,
+    )
+
+
+def robust_column_information(confidence: ConfidenceSet, columns) -> np.ndarray:
+    """``mu2(v) = min_{P in D} mu_P(v)`` (eq. 46 over the polytope D containing F), per column.
+
+    ``D = {P : lower <= P <= upper, sum P = 1}`` with the Lemma 9 bounds. ``mu_P(v)
+    = c . P - phi(v . P)`` with ``c_x = v_x log v_x`` and ``phi(z) = z log z``
+    convex, so ``mu_P(v)`` is concave in ``(v . P, c . P)`` and its minimum over
+    ``D`` is attained at a vertex of the polygon ``{(v . P, c . P) : P in D}``.
+    Each polygon vertex minimises some ``alpha v . P + beta c . P`` over ``D``,
+    which a greedy fill solves (lower bounds, then the remaining mass to the
+    smallest keys); the greedy order only changes at the ``|X|(|X|-1)``
+    directions where two keys tie, so one direction inside each arc between
+    consecutive critical angles reaches every polygon vertex.
+
+    Returns
+    -------
+    ndarray, shape (n_columns,)
+    """
+    columns = np.atleast_2d(np.asarray(columns, dtype=float))
+    lower, upper = (bound.ravel() for bound in confidence.probability_bounds())
+    capacity = upper - lower
+    remaining = 1.0 - lower.sum()
+    out = np.empty(columns.shape[0])
+    for index, v in enumerate(columns):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(v > 0, v * np.log(v), 0.0)
+        dv = v[:, None] - v[None, :]
+        dc = c[:, None] - c[None, :]
+        # directions (cos t, sin t) with cos t dv + sin t dc = 0
+        angles = np.arctan2(-dv, dc)[~np.eye(v.size, dtype=bool)]
+        angles = np.unique(np.mod(np.concatenate([angles, angles + np.pi]), 2 * np.pi))
+        middles = (angles + np.diff(np.append(angles, angles[0] + 2 * np.pi)) / 2) if angles.size else np.array([0.0])
+        keys = np.cos(middles)[:, None] * v[None, :] + np.sin(middles)[:, None] * c[None, :]
+        order = np.argsort(keys, axis=1, kind="stable")
+        cap = capacity[order]
+        before = np.cumsum(cap, axis=1) - cap
+        fill = np.clip(remaining - before, 0.0, cap)
+        points = np.tile(lower, (middles.size, 1))
+        np.put_along_axis(points, order, lower[order] + fill, axis=1)
+        z = points @ v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            phi = np.where(z > 0, z * np.log(z), 0.0)
+        out[index] = float(np.min(points @ c - phi))
+    return out
+
+
+def robust_lower_bound(confidence: ConfidenceSet, epsilon: float, columns=None) -> RobustLowerBound:
+    """``Q2`` and ``L`` of Theorem 12, item 2: ``inf_{P in F} I_P(X; Y) >= L`` for ``Q2``.
+
+    Parameters
+    ----------
+    confidence : ConfidenceSet
+    epsilon : float
+    columns : array_like (k, |X|), optional
+        Points of Γ̂ to solve the LP over; default every vertex of Γ̂
+        (enumeration). Any set of points of Γ̂ whose LP is feasible gives a valid
+        bound (the proof only uses ``Q2[:, v] = theta_v v`` and ``mu_P >= mu2``);
+        the full vertex set gives the paper's L.
+    """
+    epsilon = _check_epsilon(epsilon)
+    start = time.perf_counter()
+    columns = cone_vertices(confidence, epsilon) if columns is None else np.atleast_2d(np.asarray(columns, dtype=float))
+    values = robust_column_information(confidence, columns)
+    lp = solve_vertex_lp(columns, values, np.ones(confidence.prior.size))
+    channel, _ = _channel(confidence, columns, lp.weights)
+    bound = float(np.sum(robust_column_information(confidence, channel.matrix.T)))
+    return RobustLowerBound(bound=bound, channel=channel, vertices=int(columns.shape[0]),
+                            seconds=time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------------- internals
+def _check_epsilon(epsilon: float) -> float:
+    epsilon = float(epsilon)
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be positive and finite, got {epsilon!r}")
+    return epsilon
+
+
+def _gradient(prior: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Gradient of ``mu`` at ``q > 0``: ``P_x log(q_x / (P . q))``."""
+    return prior * np.log(q / (prior @ q))
+
+
+def _initial_columns(a: int) -> np.ndarray:
+    """The uniform column (in Γ̂: all constraints hold with slack ``1 - e^eps <= 0``): a feasible start."""
+    return np.full((1, a), 1.0 / a)
+
+
+def _channel(confidence: ConfidenceSet, columns: np.ndarray, weights: np.ndarray) -> tuple[Channel, np.ndarray]:
+    """``Q[x, v] = theta_v v_x`` for the used columns; rows renormalised (LP residual ~1e-10)."""
+    used = np.flatnonzero(weights > ZERO_WEIGHT)
+    matrix = np.maximum(columns[used] * weights[used, None], 0.0).T  # cdd vertices carry -1e-15 noise
+    matrix = matrix / matrix.sum(axis=1, keepdims=True)
+    outputs = [f"v{i + 1}" for i in range(used.size)]
+    return Channel(matrix, confidence.input_labels, outputs), used

@@ -1,0 +1,241 @@
+"""Column generation for LPs whose columns are the vertices of a polytope.
+
+Problem
+-------
+Given a pointed polyhedral cone ``C = {q : A q >= 0, q >= 0}`` in ``R^d``, its
+normalised slice ``P = {q in C : sum(q) = 1}`` with (unknown, possibly very many)
+vertices ``V``, a convex function ``value`` on ``C`` and a right-hand side ``b``:
+
+    maximise  sum_v w_v value(v)   over  w >= 0  with  sum_v w_v v = b.          (LP)
+
+Only ``d`` equality rows, so a basic optimum uses at most ``d`` columns. Column
+generation solves a restricted LP over a few columns, reads its duals ``y``
+and prices: a column ``q in P`` improves the LP iff its reduced cost
+``value(q) - y . q > 0``. Because ``value`` is convex, the reduced cost is convex
+and its maximum over ``P`` is attained at a vertex; any point of ``P`` (vertex or
+not) is a valid column (its ``value`` is at most the convex combination of
+vertex values, so extra non-vertex columns never change the LP optimum).
+
+Pricing here is a **heuristic** (successive linearisation): from a start ``q0``
+repeat ``q_{k+1} = argmax_{q in P} g_k . q`` with ``g_k`` the gradient of the
+reduced cost at ``q_k``; by convexity the reduced cost never decreases along the
+sequence, and each step is a vertex of ``P`` (simplex LP, HiGHS). Starts are the
+current basic columns and random directions. When no start finds a positive
+reduced cost the restricted LP is *locally* optimal; a proof of global
+optimality needs the exact maximum of the reduced cost over ``V``
+(:func:`max_reduced_cost` over a complete vertex list, or a problem-specific
+argument). The result says which one was done; nothing here claims more.
+
+API
+---
+``SliceLP(inequalities).vertex(direction)`` — a vertex of ``P`` maximising
+``direction . q`` (warm-started HiGHS simplex);
+``column_generation(inequalities, value, gradient, rhs, ...) -> ColumnGenerationResult``;
+``max_reduced_cost(columns, values, duals)``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+import scipy.sparse as sparse
+
+from solvers.linear import LinearProgramError, solve_vertex_lp
+
+
+class SliceLP:
+    """``max direction . q`` over ``{A q >= 0, q >= 0, sum q = 1}``, re-solved warm (HiGHS dual simplex).
+
+    Parameters
+    ----------
+    inequalities : array_like, shape (r, d)
+        Rows ``a`` meaning ``a . q >= 0``.
+    """
+
+    def __init__(self, inequalities):
+        a = np.asarray(inequalities, dtype=float)
+        if a.ndim != 2:
+            raise ValueError("inequalities must be a 2-D array")
+        r, d = a.shape
+        self.dimension = d
+        matrix = sparse.csc_matrix(np.vstack([a, np.ones((1, d))]))
+        lp = highspy.HighsLp()
+        lp.num_col_ = d
+        lp.num_row_ = r + 1
+        lp.col_cost_ = np.zeros(d)
+        lp.col_lower_ = np.zeros(d)
+        lp.col_upper_ = np.full(d, highspy.kHighsInf)
+        lp.row_lower_ = np.concatenate([np.zeros(r), [1.0]])
+        lp.row_upper_ = np.concatenate([np.full(r, highspy.kHighsInf), [1.0]])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+        lp.a_matrix_.value_ = matrix.data
+        self._highs = highspy.Highs()
+        self._highs.setOptionValue("output_flag", False)
+        self._highs.setOptionValue("solver", "simplex")
+        self._highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        self._highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        self._highs.passModel(lp)
+        self._highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._indices = np.arange(d, dtype=np.int32)
+
+    def vertex(self, direction) -> np.ndarray:
+        """A basic (vertex) optimum of ``max direction . q``; tiny negatives clipped, renormalised."""
+        direction = np.asarray(direction, dtype=float)
+        if direction.shape != (self.dimension,) or not np.all(np.isfinite(direction)):
+            raise ValueError("direction must be a finite vector of the cone's dimension")
+        self._highs.changeColsCost(self.dimension, self._indices, direction)
+        self._highs.run()
+        if self._highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            raise LinearProgramError(f"slice LP not solved: {self._highs.modelStatusToString(self._highs.getModelStatus())}")
+        q = np.maximum(np.asarray(self._highs.getSolution().col_value, dtype=float), 0.0)
+        return q / q.sum()
+
+
+@dataclass(frozen=True)
+class ColumnGenerationResult:
+    """Outcome of :func:`column_generation`.
+
+    Attributes
+    ----------
+    columns : ndarray (k, d)
+        Every column generated (points of the slice, sum 1).
+    weights : ndarray (k,)
+        Optimal weights of the final restricted LP.
+    objective : float
+        Restricted LP optimum ``sum w value``.
+    duals : ndarray (d,)
+        Its duals ``y``.
+    best_reduced_cost : float
+        Largest reduced cost the last pricing round found (``<= tolerance`` when converged).
+    iterations : int
+        Restricted LPs solved.
+    pricing_lps : int
+        Slice LPs solved by the pricing heuristic.
+    converged : bool
+        True when the heuristic found no column with reduced cost ``> tolerance``
+        (a local, not a proven global, optimum).
+    seconds : float
+    """
+
+    columns: np.ndarray
+    weights: np.ndarray
+    objective: float
+    duals: np.ndarray
+    best_reduced_cost: float
+    iterations: int
+    pricing_lps: int
+    converged: bool
+    seconds: float
+
+
+def column_generation(
+    inequalities,
+    value: Callable[[np.ndarray], np.ndarray],
+    gradient: Callable[[np.ndarray], np.ndarray],
+    rhs,
+    initial_columns=None,
+    tolerance: float = 1e-9,
+    max_iterations: int = 200,
+    random_starts: int = 8,
+    ascent_steps: int = 25,
+    seed: int = 0,
+) -> ColumnGenerationResult:
+    """Solve (LP) of the module docstring by column generation with linearisation pricing.
+
+    Parameters
+    ----------
+    inequalities : array_like (r, d)
+        The cone ``A q >= 0`` (``q >= 0`` is added).
+    value : callable
+        ``value(columns (k, d)) -> (k,)``, convex and positively homogeneous.
+    gradient : callable
+        ``gradient(q (d,)) -> (d,)``, a (super)gradient of ``value`` at ``q``; it
+        may be evaluated at points slightly inside the slice, never at zeros it
+        cannot handle (the caller smooths).
+    rhs : array_like (d,)
+    initial_columns : array_like (k0, d), optional
+        Columns making the restricted LP feasible. Default: the vertices
+        maximising ``q_i`` for each coordinate ``i`` plus the uniform point, if
+        in the slice (the caller must ensure feasibility otherwise).
+    tolerance : float
+        Reduced costs ``<= tolerance`` count as non-improving.
+    max_iterations : int
+    random_starts : int
+        Random linear directions tried per pricing round, besides the basis.
+    ascent_steps : int
+        Maximum linearisation steps per start.
+    seed : int
+
+    Returns
+    -------
+    ColumnGenerationResult
+    """
+    start_time = time.perf_counter()
+    rhs = np.asarray(rhs, dtype=float)
+    slice_lp = SliceLP(inequalities)
+    d = slice_lp.dimension
+    rng = np.random.default_rng(seed)
+    if initial_columns is None:
+        columns = [slice_lp.vertex(np.eye(d)[i]) for i in range(d)]
+    else:
+        columns = list(np.asarray(initial_columns, dtype=float))
+    columns_array = np.unique(np.round(np.vstack(columns), 15), axis=0)
+    values = np.asarray(value(columns_array), dtype=float)
+    pricing_lps = d if initial_columns is None else 0
+    iterations = 0
+    best = np.inf
+    while True:
+        iterations += 1
+        lp = solve_vertex_lp(columns_array, values, rhs)
+        duals = lp.duals
+        if iterations >= max_iterations:
+            converged = False
+            break
+        basis = columns_array[lp.weights > 0]
+        starts = list(basis) + [slice_lp.vertex(rng.standard_normal(d)) for _ in range(random_starts)]
+        pricing_lps += random_starts
+        found: dict[bytes, tuple[float, np.ndarray]] = {}
+        best = -np.inf
+        for q in starts:
+            current = q
+            current_cost = float(value(current[None, :])[0] - duals @ current)
+            for _ in range(ascent_steps):
+                smoothed = 0.999 * current + 0.001 / d
+                nxt = slice_lp.vertex(gradient(smoothed) - duals)
+                pricing_lps += 1
+                cost = float(value(nxt[None, :])[0] - duals @ nxt)
+                if cost <= current_cost + 1e-15:
+                    break
+                current, current_cost = nxt, cost
+            best = max(best, current_cost)
+            if current_cost > tolerance:
+                found[np.round(current, 12).tobytes()] = (current_cost, current)
+        if not found:
+            converged = True
+            break
+        new = np.vstack([q for _, q in sorted(found.values(), key=lambda item: -item[0])])
+        columns_array = np.vstack([columns_array, new])
+        values = np.concatenate([values, np.asarray(value(new), dtype=float)])
+    return ColumnGenerationResult(
+        columns=columns_array,
+        weights=lp.weights,
+        objective=lp.objective,
+        duals=duals,
+        best_reduced_cost=float(best),
+        iterations=iterations,
+        pricing_lps=pricing_lps,
+        converged=converged,
+        seconds=time.perf_counter() - start_time,
+    )
+
+
+def max_reduced_cost(columns, values, duals) -> float:
+    """``max_v values_v - duals . v``: with ``columns`` = every vertex, ``<= 0`` proves LP optimality."""
+    columns = np.asarray(columns, dtype=float)
+    return float(np.max(np.asarray(values, dtype=float) - columns @ np.asarray(duals, dtype=float)))

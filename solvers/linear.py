@@ -1,0 +1,211 @@
+"""Linear programs: the vertex LP and the ratio-constrained stochastic-matrix LP.
+
+API
+---
+``solve_vertex_lp(vertices, values, rhs, backend="highs") -> VertexLPResult``
+
+    maximise    sum_v weights_v * values_v
+    subject to  sum_v weights_v * vertices[v] = rhs,   weights >= 0
+
+with ``vertices`` (n, d), ``values`` (n,), ``rhs`` (d,). Its dual is
+``minimise rhs . duals  s.t.  vertices @ duals >= values``; the result carries
+both, with the dual residual ``max(values - vertices @ duals)`` and the gap
+``rhs . duals - objective``: a feasible dual with zero gap certifies optimality
+(weak duality). This is the LP of Kairouz, Oh, Viswanath 2014 (Theorem 4) and
+of Theorem 12 of robust-ldp-chi-square.md. ``backend="highs"`` uses HiGHS via
+``scipy.optimize.linprog``; ``backend="cvxpy"`` states the same model in CVXPY
+(solved by HiGHS through CVXPY, or CVXPY's default LP solver).
+
+``solve_ratio_bounded_stochastic_lp(cost, pairs, ratios) -> StochasticLPResult``
+
+    minimise    sum_{i,j} cost[i, j] * M[i, j]
+    subject to  M >= 0,  every row of M sums to 1,
+                M[a, j] <= ratios[p] * M[b, j]   for every listed pair p = (a, b), every column j
+
+with ``cost`` (k, m), ``pairs`` (n, 2) int, ``ratios`` (n,) finite, >= 0. Built
+as a sparse LP and solved with HiGHS. The number of ratio rows is ``n * m``, so
+listing only the pairs that are not implied by others is what keeps it small.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse as sparse
+
+
+#: HiGHS feasibility tolerances (its defaults are 1e-7); tight so that a solution
+#: can be repaired to exact feasibility with changes far below 1e-9.
+TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+class LinearProgramError(RuntimeError):
+    """The LP solver did not return an optimal solution."""
+
+
+@dataclass(frozen=True)
+class VertexLPResult:
+    """Solution of :func:`solve_vertex_lp`.
+
+    Attributes
+    ----------
+    weights : ndarray (n,)
+        Optimal primal ``weights`` (>= 0), at most ``d`` of them non-zero at a basic solution.
+    objective : float
+        ``values . weights``.
+    duals : ndarray (d,)
+        Optimal dual vector ``y`` of ``min rhs . y s.t. vertices @ y >= values``.
+    dual_residual : float
+        ``max(values - vertices @ duals)``: <= ~0 means the dual is feasible.
+    gap : float
+        ``rhs . duals - objective``: ~0 at optimality.
+    primal_residual : float
+        ``max |vertices.T @ weights - rhs|``.
+    seconds : float
+    backend : str
+    """
+
+    weights: np.ndarray
+    objective: float
+    duals: np.ndarray
+    dual_residual: float
+    gap: float
+    primal_residual: float
+    seconds: float
+    backend: str
+
+
+@dataclass(frozen=True)
+class StochasticLPResult:
+    """Solution of :func:`solve_ratio_bounded_stochastic_lp`.
+
+    ``matrix`` (k, m) is row-stochastic; ``objective = sum(cost * matrix)``;
+    ``n_constraints`` counts the ratio rows; ``seconds`` covers building and solving.
+    """
+
+    matrix: np.ndarray
+    objective: float
+    n_constraints: int
+    seconds: float
+
+
+def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPResult:
+    """Maximise ``values . w`` over ``w >= 0`` with ``vertices.T @ w = rhs`` (see module docstring).
+
+    Raises
+    ------
+    ValueError
+        Shapes disagree or inputs are not finite.
+    LinearProgramError
+        The LP is infeasible/unbounded or the solver failed.
+    """
+    vertices = np.asarray(vertices, dtype=float)
+    values = np.asarray(values, dtype=float).ravel()
+    rhs = np.asarray(rhs, dtype=float).ravel()
+    if vertices.ndim != 2 or vertices.shape[0] != values.size or vertices.shape[1] != rhs.size:
+        raise ValueError(
+            f"shapes disagree: vertices {vertices.shape}, values {values.shape}, rhs {rhs.shape}"
+        )
+    if not (np.all(np.isfinite(vertices)) and np.all(np.isfinite(values)) and np.all(np.isfinite(rhs))):
+        raise ValueError("vertex LP data must be finite")
+    start = time.perf_counter()
+    if backend == "highs":
+        weights, duals = _vertex_lp_highs(vertices, values, rhs)
+    elif backend == "cvxpy":
+        weights, duals = _vertex_lp_cvxpy(vertices, values, rhs)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose 'highs' or 'cvxpy'")
+    seconds = time.perf_counter() - start
+    weights = np.maximum(weights, 0.0)
+    objective = float(values @ weights)
+    return VertexLPResult(
+        weights=weights,
+        objective=objective,
+        duals=duals,
+        dual_residual=float(np.max(values - vertices @ duals)),
+        gap=float(rhs @ duals - objective),
+        primal_residual=float(np.max(np.abs(vertices.T @ weights - rhs))),
+        seconds=seconds,
+        backend=backend,
+    )
+
+
+def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
+    result = scipy.optimize.linprog(
+        -values, A_eq=vertices.T, b_eq=rhs, bounds=(0, None), method="highs", options=TIGHT_TOLERANCES
+    )
+    if result.status != 0:
+        raise LinearProgramError(f"vertex LP not solved: {result.message}")
+    # scipy's marginals are d(min objective)/d(b_eq) of the minimisation of -values.
+    return np.asarray(result.x), -np.asarray(result.eqlin.marginals)
+
+
+def _vertex_lp_cvxpy(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
+    import cvxpy as cp
+
+    weights = cp.Variable(vertices.shape[0], nonneg=True)
+    balance = vertices.T @ weights == rhs
+    problem = cp.Problem(cp.Maximize(values @ weights), [balance])
+    solver = cp.HIGHS if cp.HIGHS in cp.installed_solvers() else None
+    problem.solve(solver=solver)
+    if problem.status != cp.OPTIMAL:
+        raise LinearProgramError(f"vertex LP not solved by cvxpy: {problem.status}")
+    # CVXPY's dual of an equality in a maximisation is the multiplier y with
+    # objective = rhs . y at optimality (sign fixed by checking the gap).
+    duals = np.asarray(balance.dual_value, dtype=float).ravel()
+    if abs(rhs @ duals - problem.value) > abs(rhs @ -duals - problem.value):
+        duals = -duals
+    return np.asarray(weights.value, dtype=float), duals
+
+
+def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios) -> StochasticLPResult:
+    """Minimise ``sum(cost * M)`` over row-stochastic M with ``M[a,j] <= r M[b,j]`` (see module docstring)."""
+    cost = np.asarray(cost, dtype=float)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    ratios = np.asarray(ratios, dtype=float).ravel()
+    if cost.ndim != 2 or not np.all(np.isfinite(cost)):
+        raise ValueError("cost must be a finite 2-D array")
+    k, m = cost.shape
+    if ratios.size != pairs.shape[0]:
+        raise ValueError(f"{pairs.shape[0]} pairs but {ratios.size} ratios")
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= k):
+        raise ValueError(f"pair indices must lie in 0..{k - 1}")
+    if not (np.all(np.isfinite(ratios)) and np.all(ratios >= 0)):
+        raise ValueError("ratios must be finite and >= 0")
+    start = time.perf_counter()
+    n = pairs.shape[0]
+    # Variable index of M[i, j] is i * m + j. Ratio row (p, j): M[a,j] - r_p M[b,j] <= 0.
+    row_ids = np.arange(n * m)
+    columns_a = (pairs[:, 0:1] * m + np.arange(m)).ravel()
+    columns_b = (pairs[:, 1:2] * m + np.arange(m)).ravel()
+    upper = sparse.csr_matrix(
+        (
+            np.concatenate([np.ones(n * m), -np.repeat(ratios, m)]),
+            (np.concatenate([row_ids, row_ids]), np.concatenate([columns_a, columns_b])),
+        ),
+        shape=(n * m, k * m),
+    )
+    rows_sum = sparse.kron(sparse.eye(k, format="csr"), np.ones((1, m)), format="csr")
+    result = scipy.optimize.linprog(
+        cost.ravel(),
+        A_ub=upper if n else None,
+        b_ub=np.zeros(n * m) if n else None,
+        A_eq=rows_sum,
+        b_eq=np.ones(k),
+        bounds=(0, None),
+        method="highs",
+        options=TIGHT_TOLERANCES,
+    )
+    if result.status != 0:
+        raise LinearProgramError(f"ratio-bounded LP not solved: {result.message}")
+    matrix = np.maximum(result.x.reshape(k, m), 0.0)
+    matrix /= matrix.sum(axis=1, keepdims=True)
+    return StochasticLPResult(
+        matrix=matrix,
+        objective=float(np.sum(cost * matrix)),
+        n_constraints=n * m,
+        seconds=time.perf_counter() - start,
+    )
