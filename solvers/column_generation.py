@@ -75,14 +75,19 @@ class SliceLP:
         lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
         lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
         lp.a_matrix_.value_ = matrix.data
-        self._highs = highspy.Highs()
-        self._highs.setOptionValue("output_flag", False)
-        self._highs.setOptionValue("solver", "simplex")
-        self._highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        self._highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
-        self._highs.passModel(lp)
-        self._highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._lp = lp
         self._indices = np.arange(d, dtype=np.int32)
+        self._highs = self._new_solver()
+
+    def _new_solver(self) -> "highspy.Highs":
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("solver", "simplex")
+        highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        highs.passModel(self._lp)
+        highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        return highs
 
     def vertex(self, direction) -> np.ndarray:
         """A basic (vertex) optimum of ``max direction . q``; tiny negatives clipped, renormalised."""
@@ -91,6 +96,10 @@ class SliceLP:
             raise ValueError("direction must be a finite vector of the cone's dimension")
         self._highs.changeColsCost(self.dimension, self._indices, direction)
         self._highs.run()
+        if self._highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            self._highs = self._new_solver()  # a failed warm start: solve again from scratch
+            self._highs.changeColsCost(self.dimension, self._indices, direction)
+            self._highs.run()
         if self._highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"slice LP not solved: {self._highs.modelStatusToString(self._highs.getModelStatus())}")
         q = np.maximum(np.asarray(self._highs.getSolution().col_value, dtype=float), 0.0)
@@ -142,8 +151,9 @@ def column_generation(
     initial_columns=None,
     tolerance: float = 1e-9,
     max_iterations: int = 200,
-    random_starts: int = 8,
+    random_starts: int = 64,
     ascent_steps: int = 25,
+    confirm_rounds: int = 3,
     seed: int = 0,
 ) -> ColumnGenerationResult:
     """Solve (LP) of the module docstring by column generation with linearisation pricing.
@@ -167,9 +177,14 @@ def column_generation(
         Reduced costs ``<= tolerance`` count as non-improving.
     max_iterations : int
     random_starts : int
-        Random linear directions tried per pricing round, besides the basis.
+        Per pricing round, this many random points of the hull of the columns
+        (the reduced cost linearised there) and as many random directions are
+        tried as starts, besides the basic columns.
     ascent_steps : int
         Maximum linearisation steps per start.
+    confirm_rounds : int
+        Consecutive pricing rounds (fresh random starts) that must find nothing
+        before stopping.
     seed : int
 
     Returns
@@ -190,6 +205,7 @@ def column_generation(
     pricing_lps = d if initial_columns is None else 0
     iterations = 0
     best = np.inf
+    stale_rounds = 0
     while True:
         iterations += 1
         lp = solve_vertex_lp(columns_array, values, rhs)
@@ -197,28 +213,16 @@ def column_generation(
         if iterations >= max_iterations:
             converged = False
             break
-        basis = columns_array[lp.weights > 0]
-        starts = list(basis) + [slice_lp.vertex(rng.standard_normal(d)) for _ in range(random_starts)]
-        pricing_lps += random_starts
-        found: dict[bytes, tuple[float, np.ndarray]] = {}
-        best = -np.inf
-        for q in starts:
-            current = q
-            current_cost = float(value(current[None, :])[0] - duals @ current)
-            for _ in range(ascent_steps):
-                smoothed = 0.999 * current + 0.001 / d
-                nxt = slice_lp.vertex(gradient(smoothed) - duals)
-                pricing_lps += 1
-                cost = float(value(nxt[None, :])[0] - duals @ nxt)
-                if cost <= current_cost + 1e-15:
-                    break
-                current, current_cost = nxt, cost
-            best = max(best, current_cost)
-            if current_cost > tolerance:
-                found[np.round(current, 12).tobytes()] = (current_cost, current)
+        found, best, lps = _price(slice_lp, value, gradient, duals, columns_array, lp.weights,
+                                  random_starts, ascent_steps, tolerance, rng)
+        pricing_lps += lps
         if not found:
-            converged = True
-            break
+            stale_rounds += 1
+            if stale_rounds >= confirm_rounds:
+                converged = True
+                break
+            continue
+        stale_rounds = 0
         new = np.vstack([q for _, q in sorted(found.values(), key=lambda item: -item[0])])
         columns_array = np.vstack([columns_array, new])
         values = np.concatenate([values, np.asarray(value(new), dtype=float)])
@@ -233,6 +237,43 @@ def column_generation(
         converged=converged,
         seconds=time.perf_counter() - start_time,
     )
+
+
+def _price(slice_lp, value, gradient, duals, columns, weights, random_starts, ascent_steps, tolerance, rng):
+    """One pricing round: linearisation ascent from the basis (noisy copies, pairwise midpoints), random points and directions."""
+    d = slice_lp.dimension
+    starts = []
+    for q in columns[weights > 0]:  # the basis, and its neighbourhood: noisy linearisations there
+        direction = gradient(0.999 * q + 0.001 / d) - duals
+        scale = float(np.abs(direction).max()) or 1.0
+        starts.append(slice_lp.vertex(direction))
+        for level in (0.03, 0.1, 0.3, 1.0):
+            starts.append(slice_lp.vertex(direction + level * scale * rng.standard_normal(d)))
+    basis = columns[weights > 0]
+    for i in range(basis.shape[0]):  # midpoints of pairs of basic columns, linearised there
+        for j in range(i + 1, basis.shape[0]):
+            starts.append(slice_lp.vertex(gradient(0.999 * (basis[i] + basis[j]) / 2 + 0.001 / d) - duals))
+    for _ in range(random_starts):  # a random point of the hull of the columns, linearised there
+        mix = rng.dirichlet(np.full(columns.shape[0], 0.5)) @ columns
+        starts.append(slice_lp.vertex(gradient(0.999 * mix + 0.001 / d) - duals))
+        starts.append(slice_lp.vertex(rng.standard_normal(d)))
+    lps = len(starts)
+    found: dict[bytes, tuple[float, np.ndarray]] = {}
+    best = -np.inf
+    for q in starts:
+        current = q
+        current_cost = float(value(current[None, :])[0] - duals @ current)
+        for _ in range(ascent_steps):
+            nxt = slice_lp.vertex(gradient(0.999 * current + 0.001 / d) - duals)
+            lps += 1
+            cost = float(value(nxt[None, :])[0] - duals @ nxt)
+            if cost <= current_cost + 1e-15:
+                break
+            current, current_cost = nxt, cost
+        best = max(best, current_cost)
+        if current_cost > tolerance:
+            found[np.round(current, 12).tobytes()] = (current_cost, current)
+    return found, best, lps
 
 
 def max_reduced_cost(columns, values, duals) -> float:

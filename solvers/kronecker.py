@@ -110,15 +110,27 @@ def khatri_rao_gram(
     total = np.zeros((width, shape[-1]))
     large = n * width * shape[-1] >= SMALL_PRODUCT  # entering threadpool_limits costs ~10 ms
     limit = threadpool_limits(limits=blas_threads, user_api="blas") if blas_threads and large else contextlib.nullcontext()
+    # Buffers are allocated once and reused: fresh 64 MiB arrays per chunk cost more in page
+    # faults than the products themselves (78 ms vs 13 ms for a 16384 x 1024 block).
+    converted = [np.empty((chunk_rows, m), dtype=work) for m in shape]
+    stages = {d: np.empty((chunk_rows, int(np.prod(shape[: d + 1], dtype=np.int64))), dtype=work) for d in range(1, len(shape) - 1)}
     with limit:
         for start in range(0, n, chunk_rows):
-            stop = min(start + chunk_rows, n)
-            left = np.ones((stop - start, 1), dtype=work)
-            for factor in factors[:-1]:
-                block = factor[start:stop].astype(work, copy=False)
-                left = (left[:, :, None] * block[:, None, :]).reshape(stop - start, -1)
-            right = factors[-1][start:stop].astype(work, copy=False)
+            rows = min(chunk_rows, n - start)
+            blocks = []
+            for factor, buffer in zip(factors, converted):
+                np.copyto(buffer[:rows], factor[start : start + rows], casting="unsafe")
+                blocks.append(buffer[:rows])
+            right = blocks[-1]
             if weights is not None:
-                right = right * np.asarray(weights[start:stop], dtype=work)[:, None]
+                right *= np.asarray(weights[start : start + rows], dtype=work)[:, None]
+            if len(blocks) == 1:
+                total += right.sum(axis=0, dtype=np.float64)[None, :]
+                continue
+            left = blocks[0]
+            for d, block in enumerate(blocks[1:-1], start=1):
+                product = stages[d][:rows]
+                np.multiply(left[:, :, None], block[:, None, :], out=product.reshape(rows, left.shape[1], block.shape[1]))
+                left = product
             total += (left.T @ right).astype(np.float64)
     return total.reshape(shape)

@@ -23,7 +23,7 @@ of Theorem 12 of robust-ldp-chi-square.md. ``backend="highs"`` uses HiGHS via
                 M[a, j] <= ratios[p] * M[b, j]   for every listed pair p = (a, b), every column j
 
 with ``cost`` (k, m), ``pairs`` (n, 2) int, ``ratios`` (n,) finite, >= 0. Built
-as a sparse LP and solved with HiGHS. The number of ratio rows is ``n * m``, so
+as a sparse LP and solved with HiGHS's interior-point method. The number of ratio rows is ``n * m``, so
 listing only the pairs that are not implied by others is what keeps it small.
 """
 
@@ -37,8 +37,10 @@ import scipy.optimize
 import scipy.sparse as sparse
 
 
-#: HiGHS feasibility tolerances (its defaults are 1e-7); tight so that a solution
-#: can be repaired to exact feasibility with changes far below 1e-9.
+#: HiGHS feasibility tolerances for the stochastic LP (defaults are 1e-7): tight, so
+#: that repairing a solution to exact feasibility moves it by far less than 1e-7.
+#: The vertex LP keeps HiGHS's defaults: its columns are exact cone vertices
+#: whatever the weights, and the weights are re-solved on their support.
 TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -135,7 +137,7 @@ def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPRe
 
 def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
     result = scipy.optimize.linprog(
-        -values, A_eq=vertices.T, b_eq=rhs, bounds=(0, None), method="highs", options=TIGHT_TOLERANCES
+        -values, A_eq=vertices.T, b_eq=rhs, bounds=(0, None), method="highs"
     )
     if result.status != 0:
         raise LinearProgramError(f"vertex LP not solved: {result.message}")
@@ -196,7 +198,7 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios) -> StochasticLPResult
         A_eq=rows_sum,
         b_eq=np.ones(k),
         bounds=(0, None),
-        method="highs",
+        method="highs-ipm",  # 4.6 s vs 26-33 s for simplex at k = m = 100 (10 x 10 grid)
         options=TIGHT_TOLERANCES,
     )
     if result.status != 0:

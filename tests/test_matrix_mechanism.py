@@ -255,3 +255,14 @@ def test_cli_strategy_workload_file_overcomplete_and_errors(tmp_path):
     assert not out2.exists()
     wrong = runner.invoke(app, ["strategy", "--workload", "prefix", "--strategy", str(w_file), "--E", str(e_file), "--out", str(out2)])
     assert wrong.exit_code == 2 and "at least m = 4 rows" in wrong.stderr
+
+
+def test_overcomplete_rejects_a_start_that_is_not_private_and_respond_validates():
+    m = 4
+    E = line_metric(m, 1.0)
+    A = np.vstack([np.eye(m), prefix_strategy(m)])
+    with pytest.raises(ValueError, match="not E-LDP"):
+        design_overcomplete(identity_workload(m), E, A, start_scales=np.full(2 * m, 0.1))
+    strategy = design_strategy(identity_workload(m), E, np.eye(m))
+    with pytest.raises(ValueError, match="integers in 0..3"):
+        strategy.respond(np.array([0, 4]), np.random.default_rng(0))

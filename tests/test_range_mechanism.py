@@ -92,6 +92,8 @@ def test_khatri_rao_gram_chunks_weights_and_float_paths():
     weighted = np.einsum("n,ni,nj,nk->ijk", weights, *[f.astype(float) for f in factors])
     assert np.allclose(khatri_rao_gram(factors, weights, chunk_bytes=1000), weighted, rtol=1e-12)
     assert np.array_equal(khatri_rao_gram(factors[:1]), factors[0].sum(axis=0))
+    big = [rng.choice(np.array([-1, 1], dtype=np.int8), size=(70000, 32)) for _ in range(2)]  # >= SMALL_PRODUCT
+    assert np.array_equal(khatri_rao_gram(big, chunk_bytes=2**20), big[0].T.astype(float) @ big[1].astype(float))
 
 
 def test_paper_example_observation():

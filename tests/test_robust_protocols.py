@@ -223,3 +223,11 @@ def test_ue_cr_too_many_outputs_is_refused():
     assert protocol.channel is None and protocol.utility > 0
     with pytest.raises(ValueError, match="outputs"):
         ue_cr_channel(wide, protocol.params)
+
+
+def test_ue_cr_fixed_parameters(confidence):
+    fixed = ue_cr(confidence, 1.5, epsilon2=0.3, kappa=0.8)
+    assert fixed.params == ue_cr_params(confidence, 1.5, 0.3, 0.8)
+    assert fixed.utility <= ue_cr(confidence, 1.5, materialise=False).utility + 1e-12
+    with pytest.raises(ValueError, match="both"):
+        ue_cr(confidence, 1.5, epsilon2=0.3)

@@ -74,9 +74,11 @@ class PolyOptResult:
         ``"polyopt"``.
     epsilon : float
     params : dict
-        JSON-ready summary: ``method``, ``vertices`` (count, enumeration only),
-        ``columns`` (columns generated), ``outputs``, ``optimal``,
-        ``upper_bound``, ``cone_violation``, ``seconds``.
+        JSON-ready summary: ``method``, ``vertices`` (count when enumerated, else
+        None), ``columns`` (columns the LP was solved over), ``outputs``,
+        ``restricted_lps`` and ``pricing_lps`` (column generation, else None),
+        ``optimal``, ``upper_bound``, ``cone_violation`` (largest relative
+        violation of (44) by the channel's columns; <= 0 inside Γ), ``seconds``.
     utility : float
         ``I_P̂(X; Y)`` in nats of :attr:`channel` (Theorem 12, item 1).
     normalised_utility : float
@@ -222,6 +224,7 @@ def polyopt(
     a = prior.size
     ones = np.ones(a)
     vertices_count = None
+    rounds = pricing_lps = None
     if method == "enumeration":
         columns = cone_vertices(confidence, epsilon)
         vertices_count = columns.shape[0]
@@ -236,6 +239,7 @@ def polyopt(
             initial_columns=_initial_columns(a), tolerance=PRICING_TOLERANCE, seed=seed,
         )
         columns = generated.columns
+        rounds, pricing_lps = generated.iterations, generated.pricing_lps
         values = column_information(prior, columns.T)
         lp = solve_vertex_lp(columns, values, ones)
         optimal, upper = False, None
@@ -254,6 +258,8 @@ def polyopt(
         "vertices": vertices_count,
         "columns": int(columns.shape[0]),
         "outputs": int(channel.n_outputs),
+        "restricted_lps": rounds,
+        "pricing_lps": pricing_lps,
         "optimal": bool(optimal),
         "upper_bound": upper,
         "cone_violation": violation,

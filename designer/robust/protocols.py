@@ -320,20 +320,21 @@ def ue_cr(confidence, epsilon: float, epsilon2: float | None = None, kappa: floa
     and ``eps1 = eps - eps2`` make the guarantee ``max{eps1 + eps2, 2 eps2} = eps``.
     A 9 x 11 grid is refined by bounded L-BFGS-B. ``kappa = lambda = 1`` is
     allowed (report everything, spend nothing on S), the paper's low-eps optimum.
+    Pass both ``epsilon2`` and ``kappa`` to fix them instead.
     """
     def utility(point) -> float:
         params = ue_cr_params(confidence, epsilon, point[0], point[1])
         return ue_cr_utility(confidence, params["kappa"], params["lambda"], params["delta_s"])
 
-    if epsilon2 is None or kappa is None:
+    if (epsilon2 is None) != (kappa is None):
+        raise ValueError("give both epsilon2 and kappa, or neither (then both are optimised)")
+    if epsilon2 is None:
         grid = [(e2, k) for e2 in np.linspace(0, epsilon / 2, 9) for k in np.linspace(0, 1, 11)]
         values = [utility(point) for point in grid]
         start = grid[int(np.argmax(values))]
         result = minimize(lambda p: -utility(p), np.array(start), method="L-BFGS-B",
                           bounds=[(0, epsilon / 2), (0, 1)])
-        best = tuple(result.x) if -result.fun > max(values) else start
-        epsilon2, kappa = best if epsilon2 is None and kappa is None else (
-            epsilon2 if epsilon2 is not None else best[0], kappa if kappa is not None else best[1])
+        epsilon2, kappa = tuple(result.x) if -result.fun > max(values) else start
     params = ue_cr_params(confidence, epsilon, epsilon2, kappa)
     value = ue_cr_utility(confidence, params["kappa"], params["lambda"], params["delta_s"])
     channel = None
