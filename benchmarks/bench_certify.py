@@ -12,11 +12,11 @@ Run: ``.venv/bin/python benchmarks/bench_certify.py``
 from __future__ import annotations
 
 import statistics
-import time
-import tracemalloc
 from fractions import Fraction
 
 import numpy as np
+
+from timing import peak_megabytes, run_times
 
 from designer import Channel, PrivacyMatrix, certify
 
@@ -46,38 +46,27 @@ def double_loop(channel: Channel, privacy: PrivacyMatrix) -> bool:
     return ok
 
 
-def timed(function, repeats: int) -> list[float]:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def main() -> None:
     channel, privacy = general_case(1000, seed=1)
     certify(channel, privacy)  # warm-up
-    big = timed(lambda: certify(channel, privacy), repeats=5)
-    tracemalloc.start()
-    verdict = certify(channel, privacy).verdict
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    big, certificate = run_times(lambda: certify(channel, privacy), repeats=5)
+    verdict = certificate.verdict
+    peak = peak_megabytes(lambda: certify(channel, privacy)) * 2**20
     print(f"float certify 1000x1000 (general E, {verdict}): median {statistics.median(big):.3f} s "
           f"(min {min(big):.3f}, max {max(big):.3f}), peak traced memory {peak / 2**20:.0f} MiB")
-    loop_big = timed(lambda: double_loop(channel, privacy), repeats=1)[0]
+    loop_big = run_times(lambda: double_loop(channel, privacy), repeats=1)[0][0]
     print(f"1000x1000 plain double loop (one run): {loop_big:.1f} s, ratio {loop_big / statistics.median(big):.0f}x")
 
     small_channel, small_privacy = general_case(100, seed=2)
-    ours = timed(lambda: certify(small_channel, small_privacy), repeats=7)
-    loop = timed(lambda: double_loop(small_channel, small_privacy), repeats=7)
+    ours, _ = run_times(lambda: certify(small_channel, small_privacy), repeats=7)
+    loop, _ = run_times(lambda: double_loop(small_channel, small_privacy), repeats=7)
     assert double_loop(small_channel, small_privacy) == certify(small_channel, small_privacy).certified
     print(f"100x100: certify median {statistics.median(ours) * 1e3:.2f} ms, plain double loop "
           f"{statistics.median(loop) * 1e3:.1f} ms, ratio {statistics.median(loop) / statistics.median(ours):.0f}x")
 
     counts = np.rint(small_channel.matrix * 10**6).astype(int) + 1
     exact_channel = Channel([[Fraction(int(c), int(row.sum())) for c in row] for row in counts])
-    exact_times = timed(lambda: certify(exact_channel, small_privacy, exact=True), repeats=3)
+    exact_times, _ = run_times(lambda: certify(exact_channel, small_privacy, exact=True), repeats=3)
     print(f"exact certify 100x100 (rational entries): median {statistics.median(exact_times):.2f} s")
 
 

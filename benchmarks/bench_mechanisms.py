@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
-import time
-import tracemalloc
 import warnings
 
 import numpy as np
+
+from timing import peak_megabytes, timed
 
 from designer.estimation import maximum_likelihood, project_onto_simplex, tv_distance
 from designer.mechanisms import BlockHadamardResponse, GeneralizedRandomizedResponse, HadamardResponse
@@ -45,23 +44,6 @@ def grid_blocks(rows: int, columns: int, m1: int, m2: int) -> list[np.ndarray]:
 def zipf(k: int, exponent: float) -> np.ndarray:
     weights = np.arange(1, k + 1) ** -exponent
     return weights / weights.sum()
-
-
-def timed(function, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
-def peak_megabytes(function) -> float:
-    tracemalloc.start()
-    function()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
 
 
 def scale() -> None:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import statistics
 import time
-import tracemalloc
 
 import cvxpy as cp
 import numpy as np
+
+from timing import peak_megabytes, timed
 
 from designer.matrix_mechanism import (
     all_range_workload,
@@ -36,15 +37,6 @@ from designer.spec import PrivacyMatrix
 N_USERS = 1_000_000
 EPSILON = 1.0
 REPEATS = 3
-
-
-def timed(function, repeats: int = REPEATS) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def pipeline(mechanism: L1RangeMechanism, values: np.ndarray, lower, upper, seed: int) -> dict:
@@ -94,10 +86,7 @@ def bench_range(dimensions: int, m: int) -> None:
     lower, upper = random_ranges(shape, 100, data_rng)
     runs = [pipeline(mechanism, values, lower, upper, seed) for seed in range(REPEATS)]
     median = {key: statistics.median(run[key] for run in runs) for key in ("encode", "observe", "cells", "ranges", "total")}
-    tracemalloc.start()
-    pipeline(mechanism, values, lower, upper, seed=99)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    peak = peak_megabytes(lambda: pipeline(mechanism, values, lower, upper, seed=99)) * 2**20
     last = runs[-1]
     oracle = last["oracle"]
     counts = cell_counts(shape, values)

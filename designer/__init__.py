@@ -9,7 +9,9 @@ Public API (see README.md):
 * :mod:`designer.mechanisms` — structured mechanisms of the papers, deployable at scale
   (Hadamard response, high-low and block HR, randomised response; sampler + estimator);
 * :mod:`designer.estimation` — unbiased inverse and EM maximum likelihood for any channel;
-* :mod:`designer.theory` — the error bounds (17), (20) and sample complexities.
+* :mod:`designer.theory` — the error bounds (17), (20) and sample complexities;
+* :class:`ConfidenceSet` — the χ² confidence set F of robust LDP (robust-ldp-chi-square.md);
+  :mod:`designer.robust` holds its protocols, PolyOpt and the robust certifier.
 """
 
 from designer.certify import Certificate, Violation, certify
@@ -30,6 +32,7 @@ from designer.mechanisms import (
     warner,
 )
 from designer.range_mechanism import L1RangeMechanism, RangeOracle
+from designer.robust.confidence import ConfidenceSet
 from designer.spec import PrivacyMatrix
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "Certificate",
     "Channel",
     "ChannelMechanism",
+    "ConfidenceSet",
     "DesignResult",
     "ExactEpsilon",
     "GeneralizedRandomizedResponse",

@@ -149,7 +149,7 @@ class PrivacyMatrix:
         0..k-1 exactly once) or a list of block sizes (consecutive blocks).
         """
         _check_level(epsilon)
-        blocks = _as_blocks(partition)
+        blocks = block_partition(partition)
         k = sum(len(block) for block in blocks)
         values = np.full((k, k), np.inf)
         for block in blocks:
@@ -334,7 +334,12 @@ def _check_level(epsilon: float) -> None:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
 
 
-def _as_blocks(partition) -> list[list[int]]:
+def block_partition(partition) -> list[list[int]]:
+    """Normalise a partition: a list of blocks (symbol lists) or of consecutive block sizes.
+
+    Returns the blocks as sorted symbol lists; raises ``ValueError`` unless they are
+    non-empty and cover ``0..k-1`` exactly once.
+    """
     items = list(partition)
     if not items:
         raise ValueError("the partition is empty")

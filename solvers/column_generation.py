@@ -20,7 +20,10 @@ Pricing here is a **heuristic** (successive linearisation): from a start ``q0``
 repeat ``q_{k+1} = argmax_{q in P} g_k . q`` with ``g_k`` the gradient of the
 reduced cost at ``q_k``; by convexity the reduced cost never decreases along the
 sequence, and each step is a vertex of ``P`` (simplex LP, HiGHS). Starts are the
-current basic columns and random directions. When no start finds a positive
+basic columns, noisy copies of their linearisations, midpoints of pairs of basic
+columns, random points of the hull of the columns and random directions; a
+round that finds nothing is repeated with fresh random starts (``confirm_rounds``)
+before stopping. When no start finds a positive
 reduced cost the restricted LP is *locally* optimal; a proof of global
 optimality needs the exact maximum of the reduced cost over ``V``
 (:func:`max_reduced_cost` over a complete vertex list, or a problem-specific
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
-import scipy.sparse as sparse
+from scipy import sparse
 
 from solvers.linear import LinearProgramError, solve_vertex_lp
 
@@ -79,7 +82,7 @@ class SliceLP:
         self._indices = np.arange(d, dtype=np.int32)
         self._highs = self._new_solver()
 
-    def _new_solver(self) -> "highspy.Highs":
+    def _new_solver(self) -> highspy.Highs:
         highs = highspy.Highs()
         highs.setOptionValue("output_flag", False)
         highs.setOptionValue("solver", "simplex")
@@ -148,7 +151,7 @@ def column_generation(
     value: Callable[[np.ndarray], np.ndarray],
     gradient: Callable[[np.ndarray], np.ndarray],
     rhs,
-    initial_columns=None,
+    initial_columns,
     tolerance: float = 1e-9,
     max_iterations: int = 200,
     random_starts: int = 64,
@@ -169,10 +172,9 @@ def column_generation(
         may be evaluated at points slightly inside the slice, never at zeros it
         cannot handle (the caller smooths).
     rhs : array_like (d,)
-    initial_columns : array_like (k0, d), optional
-        Columns making the restricted LP feasible. Default: the vertices
-        maximising ``q_i`` for each coordinate ``i`` plus the uniform point, if
-        in the slice (the caller must ensure feasibility otherwise).
+    initial_columns : array_like (k0, d)
+        Points of the slice for which the restricted LP is feasible (e.g. one
+        interior point proportional to ``b``).
     tolerance : float
         Reduced costs ``<= tolerance`` count as non-improving.
     max_iterations : int
@@ -194,15 +196,10 @@ def column_generation(
     start_time = time.perf_counter()
     rhs = np.asarray(rhs, dtype=float)
     slice_lp = SliceLP(inequalities)
-    d = slice_lp.dimension
     rng = np.random.default_rng(seed)
-    if initial_columns is None:
-        columns = [slice_lp.vertex(np.eye(d)[i]) for i in range(d)]
-    else:
-        columns = list(np.asarray(initial_columns, dtype=float))
-    columns_array = np.unique(np.round(np.vstack(columns), 15), axis=0)
+    columns_array = np.unique(np.round(np.atleast_2d(np.asarray(initial_columns, dtype=float)), 15), axis=0)
     values = np.asarray(value(columns_array), dtype=float)
-    pricing_lps = d if initial_columns is None else 0
+    pricing_lps = 0
     iterations = 0
     best = np.inf
     stale_rounds = 0

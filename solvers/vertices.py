@@ -92,7 +92,7 @@ def enumerate_cone_rays(
     inequalities,
     equalities=None,
     exact: bool = False,
-    row_order: "cdd.RowOrderType | str | None" = None,
+    row_order: cdd.RowOrderType | str | None = None,
     max_vertices: int | None = None,
     tolerance: float = VALIDATION_TOLERANCE,
 ) -> VertexEnumeration:
@@ -102,7 +102,7 @@ def enumerate_cone_rays(
     malformed input or a cone that is not pointed, and
     :class:`TooManyVerticesError` when the ray count exceeds ``max_vertices``.
     """
-    rows, n_equalities, d = _stack_rows(inequalities, equalities)
+    rows, n_equalities, _ = _stack_rows(inequalities, equalities)
     order = _row_order(row_order)
     start = time.perf_counter()
     fallback = False
@@ -194,7 +194,7 @@ def _stack_rows(inequalities, equalities) -> tuple[list[list], int, int]:
     return rows, equal.shape[0] if equal.size else 0, d
 
 
-def _row_order(row_order) -> "cdd.RowOrderType | None":
+def _row_order(row_order) -> cdd.RowOrderType | None:
     if row_order is None or isinstance(row_order, cdd.RowOrderType):
         return row_order
     try:

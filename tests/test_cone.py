@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from designer.cone import ConeTooLargeError, Cone
+from designer.cone import Cone, ConeTooLargeError, upper_bound_vertices
 from designer.spec import PrivacyMatrix
 from solvers.vertices import enumerate_cone_rays
 
@@ -40,11 +40,11 @@ def padded_vertices(cone: Cone, **options) -> np.ndarray:
     return np.vstack(blocks)
 
 
-def random_graph_metric(k: int, seed: int) -> PrivacyMatrix:
-    graph = nx.connected_watts_strogatz_graph(k, 3, 0.5, seed=seed)
+def random_graph_metric(k: int, seed: int, neighbours: int = 3, low: float = 0.3) -> PrivacyMatrix:
+    graph = nx.connected_watts_strogatz_graph(k, neighbours, 0.5, seed=seed)
     rng = np.random.default_rng(seed)
     for u, v in graph.edges:
-        graph[u][v]["weight"] = float(rng.uniform(0.3, 1.5))
+        graph[u][v]["weight"] = float(rng.uniform(low, 1.5))
     return PrivacyMatrix.from_graph(graph)
 
 
@@ -71,7 +71,9 @@ def test_classic_cone_is_closed_form_with_all_patterns():
 )
 def test_nonredundant_cone_equals_all_pairs_cone(privacy):
     """Pruning implied pairs keeps the cone: same rays as with every pair."""
-    ours = padded_vertices(Cone.from_privacy(privacy))
+    cone = Cone.from_privacy(privacy)
+    ours = padded_vertices(cone)
+    assert ours.shape[0] <= cone.estimated_vertices()  # the upper bound theorem holds
     reference = enumerate_cone_rays(all_pairs_rows(privacy)).vertices
     np.testing.assert_allclose(canonical(ours), canonical(reference), atol=1e-9)
     # every ray satisfies every original constraint q_x <= exp(E[x,x']) q_x'
@@ -79,6 +81,14 @@ def test_nonredundant_cone_equals_all_pairs_cone(privacy):
     ratios = np.exp(np.where(finite, privacy.epsilon, 0.0))
     bound = np.where(finite[None], ratios[None, :, :] * ours[:, None, :], np.inf)
     assert np.all(ours[:, :, None] <= bound * (1 + 1e-12) + 1e-15)
+
+
+def test_upper_bound_theorem_values():
+    assert upper_bound_vertices(6, 3) == 8  # the cube
+    assert upper_bound_vertices(5, 2) == 5  # a pentagon
+    metric = Cone.from_privacy(random_graph_metric(8, seed=0, neighbours=4, low=0.5))
+    assert metric.vertices()[0].n_vertices == 1008 > 2**8 - 2  # more than the uniform cone: 2^d - 2 is no bound
+    assert metric.vertices()[0].n_vertices <= metric.estimated_vertices()
 
 
 def test_grid_uses_only_edges():
@@ -102,7 +112,7 @@ def test_blocks_cost_the_sum_of_their_parts():
 
 def test_refuses_a_too_large_cone_before_enumerating():
     cone = Cone.from_privacy(PrivacyMatrix.classic(20, 1.0))
-    with pytest.raises(ConeTooLargeError, match=r"about 1048574 vertices .* max_vertices=70000; raise max_vertices"):
+    with pytest.raises(ConeTooLargeError, match=r"up to 1048574 vertices .* max_vertices=1000000; raise max_vertices"):
         cone.vertices()
     with pytest.raises(ConeTooLargeError, match="structured mechanism"):
         Cone.from_privacy(PrivacyMatrix.grid_l1((4, 4), 1.0)).check_size(1000)

@@ -151,3 +151,14 @@ def test_certify_robust_wrong_rows_and_missing_file(records, tmp_path):
 def test_robust_output_folder_missing(records, tmp_path):
     result = runner.invoke(app, ["robust", *base(records), "--protocol", "srr", "--out", str(tmp_path / "no" / "Q.csv")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_ue_cr_too_large_to_write(tmp_path):
+    records = tmp_path / "wide.csv"
+    rows = [f"s{i % 6},u{(7 * i) % 12}" for i in range(600)]
+    records.write_text("s,u\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "Q.csv"
+    result = runner.invoke(app, ["robust", "--data", str(records), "--secret", "s", "--public", "u", "--eps", "1",
+                                 "--protocol", "ue-cr", "--out", str(out)])
+    assert result.exit_code == 2 and "(|U|+1)^|S| = 4826809 outputs" in result.output
+    assert not out.exists()

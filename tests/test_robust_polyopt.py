@@ -12,6 +12,7 @@ Tolerances: 1e-12 for closed forms, 1e-9 for LP optima (HiGHS tolerances 1e-10).
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from designer.robust.polyopt import (
     cone_inequalities,
     cone_vertices,
     cone_violation,
+    outer_cone_inequalities,
     polyopt,
     robust_column_information,
     robust_lower_bound,
@@ -30,6 +32,24 @@ from solvers.linear import solve_vertex_lp
 
 COUNTS_33 = np.array([[120, 35, 60], [40, 210, 25], [95, 30, 385]])
 COUNTS_22 = np.array([[30, 10], [20, 40]])
+COUNTS_EPS8 = np.array([[71, 0, 145], [59, 55, 153], [203, 105, 209]])  # float cdd loses vertices at eps = 8
+
+
+_DESIGNS: dict = {}
+
+
+def enumerated(counts, epsilon):
+    """``(F, polyopt by exact enumeration)``, computed once per (counts, eps) in this module."""
+    key = (np.asarray(counts).tobytes(), epsilon)
+    if key not in _DESIGNS:
+        F = ConfidenceSet(counts, 0.05)
+        _DESIGNS[key] = (F, polyopt(F, epsilon, method="enumeration"))
+    return _DESIGNS[key]
+
+
+@pytest.fixture(scope="module")
+def enumerated_33():
+    return enumerated(COUNTS_33, 1.0)
 
 
 def points_of_F(F: ConfidenceSet, rng, count=60):
@@ -80,8 +100,7 @@ def test_cone_rows_transcribe_eq_44():
 
 @pytest.mark.parametrize("counts, epsilon", [(COUNTS_22, 0.5), (COUNTS_33, 1.0), (COUNTS_33, 3.0)])
 def test_theorem11_polyopt_channel_is_robustly_private(counts, epsilon):
-    F = ConfidenceSet(counts, 0.05)
-    result = polyopt(F, epsilon)
+    F, result = enumerated(counts, epsilon)
     Q = result.channel.matrix
     assert result.channel.input_labels == F.input_labels
     assert cone_violation(F, epsilon, Q.T) <= 1e-12
@@ -96,8 +115,7 @@ def test_theorem11_polyopt_channel_is_robustly_private(counts, epsilon):
 
 @pytest.mark.parametrize("counts, epsilon", [(COUNTS_22, 0.5), (COUNTS_33, 1.0), (COUNTS_33, 3.0)])
 def test_theorem12_optimum_is_certified_and_dominates_srr_and_grr(counts, epsilon):
-    F = ConfidenceSet(counts, 0.05)
-    result = polyopt(F, epsilon, method="enumeration")
+    F, result = enumerated(counts, epsilon)
     assert result.optimal and result.params["vertices"] == result.columns.shape[0]
     assert result.upper_bound - result.utility <= 1e-9
     assert result.utility == pytest.approx(mutual_information(F.prior, result.channel), abs=1e-12)
@@ -117,9 +135,8 @@ def test_theorem12_optimum_is_certified_and_dominates_srr_and_grr(counts, epsilo
     assert result.normalised_utility == pytest.approx(result.utility / -np.sum(F.prior * np.log(F.prior)))
 
 
-def test_column_generation_reaches_the_enumerated_optimum_and_says_what_it_proved():
-    F = ConfidenceSet(COUNTS_33, 0.05)
-    exact = polyopt(F, 1.0, method="enumeration")
+def test_column_generation_reaches_the_enumerated_optimum_and_says_what_it_proved(enumerated_33):
+    F, exact = enumerated_33
     generated = polyopt(F, 1.0, method="column-generation")
     assert not generated.optimal and generated.upper_bound is None and generated.params["vertices"] is None
     assert generated.utility <= exact.utility + 1e-9
@@ -127,12 +144,24 @@ def test_column_generation_reaches_the_enumerated_optimum_and_says_what_it_prove
     assert generated.params["columns"] < exact.params["vertices"]
     assert cone_violation(F, 1.0, generated.channel.matrix.T) <= 1e-12
     verified = polyopt(F, 1.0, method="column-generation", verify=True)
+    assert verified.upper_bound >= exact.utility - 1e-12  # a valid bound on the proved optimum
     assert verified.optimal and verified.upper_bound - verified.utility <= 1e-8
 
 
-def test_vertices_lie_in_the_cone_and_sum_to_one():
-    F = ConfidenceSet(COUNTS_33, 0.05)
-    vertices = cone_vertices(F, 1.0)
+def test_outer_rational_cone_contains_the_cone(enumerated_33):
+    F, result = enumerated_33
+    outer = outer_cone_inequalities(F, 1.0)
+    assert all(isinstance(value, Fraction) and 2**80 % value.denominator == 0 for value in outer.ravel())
+    assert np.min(result.columns @ outer.astype(float).T) >= -1e-12  # every vertex of Γ̂ satisfies Γ''
+    coarse = outer_cone_inequalities(F, 1.0, denominator=64).astype(float)
+    assert np.min(result.columns @ coarse.T) >= -1e-12
+    # each coefficient moves by at most (1 + e^eps) |U| / 64 (P^min and e^eps rounded up by < 1/64)
+    assert np.max(np.abs(coarse - cone_inequalities(F, 1.0))) <= (1 + np.e + 1 / 64) * 3 / 64
+
+
+def test_vertices_lie_in_the_cone_and_sum_to_one(enumerated_33):
+    F, result = enumerated_33
+    vertices = result.columns
     np.testing.assert_allclose(vertices.sum(axis=1), 1.0, atol=1e-12)
     assert cone_violation(F, 1.0, np.maximum(vertices, 0)) <= 1e-12
     # the uniform point and SRR's columns are in Γ̂ but are not vertices of it
@@ -164,15 +193,27 @@ def test_mu2_matches_brute_force_over_the_lemma9_polytope():
     assert np.all(fast <= column_information(F.prior, vertices.T) + 1e-15)  # P̂ is in the polytope
 
 
-def test_robust_lower_bound_holds_over_F():
-    F = ConfidenceSet(COUNTS_33, 0.05)
-    result = robust_lower_bound(F, 1.0)
+def test_robust_lower_bound_holds_over_F(enumerated_33):
+    F, exact = enumerated_33
+    result = robust_lower_bound(F, 1.0, exact.columns)
     Q2 = result.channel.matrix
     assert cone_violation(F, 1.0, Q2.T) <= 1e-12
     assert result.bound > 0
     for P in points_of_F(F, np.random.default_rng(5), count=40):
         assert mutual_information(P.ravel() / P.sum(), Q2) >= result.bound - 1e-12
-    assert mutual_information(F.prior, Q2) <= polyopt(F, 1.0).utility + 1e-12
+    assert mutual_information(F.prior, Q2) <= exact.utility + 1e-12
+
+
+def test_exact_enumeration_where_floating_point_cdd_loses_vertices():
+    F = ConfidenceSet(COUNTS_EPS8, 0.05)
+    exact = cone_vertices(F, 8.0)
+    floating = cone_vertices(F, 8.0, exact=False)
+    assert floating.shape[0] < exact.shape[0]  # 288 against 1,416 when measured
+    result = polyopt(F, 8.0, method="enumeration")
+    assert result.optimal and result.params["exact_vertices"]
+    assert result.upper_bound - result.utility <= 1e-9
+    quick = polyopt(F, 8.0, method="enumeration", exact=False)  # LP infeasible on the float list: exact rerun
+    assert quick.utility == pytest.approx(result.utility, abs=1e-12) and quick.params["exact_vertices"]
 
 
 def test_bad_parameters():
@@ -181,3 +222,23 @@ def test_bad_parameters():
         polyopt(F, 0.0)
     with pytest.raises(ValueError, match="unknown PolyOpt method"):
         polyopt(F, 1.0, method="simplex")
+
+
+def test_generic_column_generation_on_the_staircase_cone():
+    """solvers.column_generation on {q >= 0 : q_i <= r q_j}, whose 2^d - 2 vertices are known in closed form."""
+    from solvers.column_generation import column_generation, max_reduced_cost
+    from solvers.vertices import uniform_ratio_cone_rays
+
+    d, ratio = 5, np.exp(1.2)
+    prior = np.array([0.4, 0.25, 0.2, 0.1, 0.05])
+    rows = np.array([np.eye(d)[j] * ratio - np.eye(d)[i] for i in range(d) for j in range(d) if i != j])
+    result = column_generation(
+        rows, lambda q: column_information(prior, q.T), lambda q: prior * np.log(q / (prior @ q)), np.ones(d),
+        initial_columns=np.full((1, d), 1 / d),
+    )
+    vertices = uniform_ratio_cone_rays(d, ratio)
+    values = column_information(prior, vertices.T)
+    exact = solve_vertex_lp(vertices, values, np.ones(d))
+    assert result.converged and result.objective == pytest.approx(exact.objective, abs=1e-10)
+    assert max_reduced_cost(vertices, values, result.duals) <= 1e-9  # here the dual is proved feasible
+    assert np.all(rows @ result.columns.T >= -1e-12)

@@ -162,28 +162,33 @@ def test_vertex_lp_errors():
 
 
 # ------------------------------------------------------- ratio-bounded LP
-def test_stochastic_lp_without_pairs_picks_cheapest_column():
+@pytest.mark.parametrize("backend, atol", [("highs", 1e-12), ("clarabel", 1e-7)])
+def test_stochastic_lp_without_pairs_picks_cheapest_column(backend, atol):
+    """HiGHS returns the vertex; Clarabel (interior point) is within its tolerance of it."""
     cost = np.array([[3.0, 1.0, 2.0], [0.5, 4.0, 1.0]])
-    result = solve_ratio_bounded_stochastic_lp(cost, np.empty((0, 2), dtype=int), [])
-    np.testing.assert_allclose(result.matrix, [[0, 1, 0], [1, 0, 0]], atol=1e-12)
-    assert result.objective == pytest.approx(1.5)
+    result = solve_ratio_bounded_stochastic_lp(cost, np.empty((0, 2), dtype=int), [], backend=backend)
+    np.testing.assert_allclose(result.matrix, [[0, 1, 0], [1, 0, 0]], atol=atol)
+    assert result.objective == pytest.approx(1.5, abs=atol)
 
 
-def test_stochastic_lp_matches_cvxpy_model():
+@pytest.mark.parametrize("backend", ["highs", "clarabel"])
+def test_stochastic_lp_matches_cvxpy_model(backend):
     rng = np.random.default_rng(3)
     k, m = 4, 5
     cost = rng.random((k, m))
     pairs = np.array([(a, b) for a in range(k) for b in range(k) if a != b])
     ratios = np.exp(rng.uniform(0.2, 1.5, len(pairs)))
-    result = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios)
+    result = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=backend)
     matrix = cp.Variable((k, m), nonneg=True)
     constraints = [cp.sum(matrix, axis=1) == 1]
     constraints += [matrix[a, :] <= r * matrix[b, :] for (a, b), r in zip(pairs, ratios)]
     problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(cost, matrix))), constraints)
-    problem.solve()
+    problem.solve(solver=cp.HIGHS)
     assert result.objective == pytest.approx(problem.value, abs=1e-7)
     assert result.n_constraints == len(pairs) * m
     for (a, b), r in zip(pairs, ratios):
         assert np.all(result.matrix[a] <= r * result.matrix[b] + 1e-9)
     with pytest.raises(ValueError, match="pair indices"):
-        solve_ratio_bounded_stochastic_lp(cost, [[0, 9]], [2.0])
+        solve_ratio_bounded_stochastic_lp(cost, [[0, 9]], [2.0], backend=backend)
+    with pytest.raises(ValueError, match="unknown backend"):
+        solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="glpk")

@@ -10,7 +10,12 @@ from rich.console import Console
 
 from designer.commands import fail, guarded, print_json
 from designer.cone import DEFAULT_MAX_VERTICES
-from designer.design import VERTEX_UTILITIES, DesignResult, design_channel, design_expected_loss
+from designer.design import (
+    VERTEX_UTILITIES,
+    DesignResult,
+    design_channel,
+    design_expected_loss,
+)
 from designer.io import read_matrix, read_privacy_matrix, read_vector
 from designer.spec import PrivacyMatrix
 from solvers.linear import LinearProgramError

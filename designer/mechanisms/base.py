@@ -30,7 +30,7 @@ import numpy as np
 from designer.certify import Certificate, certify
 from designer.channel import Channel
 from designer.exact import ExactEpsilon
-from designer.mechanisms.binary import _exp_of
+from designer.mechanisms.binary import exp_of_level
 from designer.spec import PrivacyMatrix
 from solvers.hadamard import project_onto_simplex
 
@@ -217,7 +217,7 @@ class Mechanism(ABC):
     # -------------------------------------------------------------- helpers
     def _exp_epsilon(self):
         """``exp(epsilon)``: a Fraction when the level is ``log(rational)``, else a float."""
-        return _exp_of(self.exact_epsilon, sign=+1)
+        return exp_of_level(self.exact_epsilon, sign=+1)
 
 
 def rows_to_channel_array(rows) -> np.ndarray:

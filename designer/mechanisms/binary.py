@@ -37,8 +37,8 @@ def binary_optimal(eps12: Level, eps21: Level) -> Channel:
     both infinite the identity; ``eps21 = 0`` (or ``eps12 = 0``) forces equal rows.
     Rows are inputs (1, 2 in the paper = 0, 1 here), columns outputs.
     """
-    a = _exp_of(eps21, sign=+1)
-    b = _exp_of(eps12, sign=-1)
+    a = exp_of_level(eps21, sign=+1)
+    b = exp_of_level(eps12, sign=-1)
     exact = isinstance(b, Fraction) and (isinstance(a, Fraction) or a == math.inf)
     one = Fraction(1) if exact else 1.0
     zero = one - one
@@ -73,8 +73,12 @@ def _as_entry(level: Level):
     return level if isinstance(level, str) else ExactEpsilon.parse(level)
 
 
-def _exp_of(level: Level, sign: int):
-    """``exp(sign * level)``: a Fraction when exactly rational, else a float (inf for inf)."""
+def exp_of_level(level: Level, sign: int):
+    """``exp(sign * level)`` for ``sign = +1`` or ``-1``.
+
+    A Fraction when it is exactly rational (``log(r)``, ``0``, ``exp(-inf) = 0``),
+    ``inf`` for ``exp(+inf)``, else a float.
+    """
     parsed = ExactEpsilon.parse(level)
     if parsed.infinite:
         return math.inf if sign > 0 else Fraction(0)

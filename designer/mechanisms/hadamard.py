@@ -40,7 +40,7 @@ import numpy as np
 
 from designer import theory
 from designer.mechanisms.base import Level, Mechanism, RatioCheck, StructureCheck, rows_to_channel_array
-from designer.spec import PrivacyMatrix, _as_blocks
+from designer.spec import PrivacyMatrix, block_partition
 from solvers.hadamard import fwht, hadamard_sign, next_power_of_two_above
 
 #: ``inf`` as an exact privacy level (no constraint).
@@ -71,7 +71,7 @@ class BlockHadamardResponse(Mechanism):
     name = "block HR"
 
     def __init__(self, partition: Sequence[int] | Sequence[Sequence[int]], epsilon: Level):
-        blocks = _as_blocks(partition)
+        blocks = block_partition(partition)
         self.blocks = [np.asarray(block, dtype=np.int64) for block in blocks]
         self.block_sizes = np.array([block.size for block in self.blocks], dtype=np.int64)
         self.hadamard_sizes = np.array([next_power_of_two_above(size) for size in self.block_sizes], dtype=np.int64)

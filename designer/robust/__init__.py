@@ -5,10 +5,13 @@
 * :mod:`designer.robust.protocols` — SRR (Definition 5), IR (Theorems 15-16),
   GRR-CR (Theorems 17-18), UE-CR (Theorems 19-20), Proposition 4.
 * :func:`certify_robust` — decide (eps, F)-RLDP with proofs or witnesses.
+* :func:`polyopt`, :func:`robust_lower_bound` — PolyOpt (Section V, Theorems
+  11-12): Q1 maximising I_P̂(X; Y) over the cone (44), and Q2 with L.
 """
 
 from designer.robust.certify import RobustCertificate, RobustWitness, certify_robust
 from designer.robust.confidence import ConfidenceSet
+from designer.robust.polyopt import PolyOptResult, RobustLowerBound, polyopt, robust_lower_bound
 from designer.robust.protocols import (
     RobustProtocol,
     grr_cr,
@@ -20,13 +23,17 @@ from designer.robust.protocols import (
 
 __all__ = [
     "ConfidenceSet",
+    "PolyOptResult",
     "RobustCertificate",
+    "RobustLowerBound",
     "RobustProtocol",
     "RobustWitness",
     "certify_robust",
     "grr_cr",
     "independent_reporting",
+    "polyopt",
     "proposition4_privacy_matrix",
+    "robust_lower_bound",
     "srr",
     "ue_cr",
 ]

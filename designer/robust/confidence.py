@@ -124,7 +124,7 @@ class ConfidenceSet:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_records(cls, records, secret: str, public: str, alpha: float) -> "ConfidenceSet":
+    def from_records(cls, records, secret: str, public: str, alpha: float) -> ConfidenceSet:
         """Build F from a table of records (one row per individual).
 
         Parameters
@@ -164,7 +164,7 @@ class ConfidenceSet:
         return cls._from_label_columns(columns[0], columns[1], alpha)
 
     @classmethod
-    def from_csv(cls, path: str | Path, secret: str, public: str, alpha: float) -> "ConfidenceSet":
+    def from_csv(cls, path: str | Path, secret: str, public: str, alpha: float) -> ConfidenceSet:
         """Build F from a CSV file of records with a header row naming the columns.
 
         Cells are stripped strings (read by :func:`designer.io.read_table`: blank
@@ -199,7 +199,7 @@ class ConfidenceSet:
         return cls._from_label_columns(columns[0], columns[1], alpha)
 
     @classmethod
-    def _from_label_columns(cls, secret_values, public_values, alpha: float) -> "ConfidenceSet":
+    def _from_label_columns(cls, secret_values, public_values, alpha: float) -> ConfidenceSet:
         secret_labels, secret_index = np.unique(np.asarray(secret_values, dtype=str), return_inverse=True)
         public_labels, public_index = np.unique(np.asarray(public_values, dtype=str), return_inverse=True)
         counts = np.zeros((secret_labels.size, public_labels.size), dtype=np.int64)

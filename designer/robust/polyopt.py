@@ -27,25 +27,32 @@ the Lemma 9 box), the same LP gives ``Q2`` and ``L = sum theta2_v mu2(v)`` with
 
 How the LP is solved (``method``):
 
-* ``"enumeration"`` — every vertex of Γ̂ by pycddlib (:mod:`solvers.vertices`),
-  then the vertex LP with HiGHS (:mod:`solvers.linear`). Optimality is
-  *proved*: the LP dual ``y`` satisfies ``mu(v) <= y . v + r`` for every vertex
-  with the reported residual ``r`` (~1e-10), so the optimum is at most
-  ``y . 1 + |X| max(r, 0)`` (:attr:`PolyOptResult.upper_bound`). Cost grows with
-  the vertex count (|S|, |U|) = (3, 4): 22,654 vertices, about a minute.
+* ``"enumeration"`` — every vertex of Γ̂ by pycddlib (:mod:`solvers.vertices`)
+  in exact rational arithmetic (floating-point cdd loses vertices, see
+  :func:`cone_vertices`), then the vertex LP with HiGHS (:mod:`solvers.linear`).
+  Optimality is *proved*: the LP dual ``y`` satisfies ``mu(v) <= y . v + r`` for
+  every vertex with the reported residual ``r`` (~1e-10), so the optimum is at
+  most ``y . 1 + |X| max(r, 0)`` (:attr:`PolyOptResult.upper_bound`). Cost grows
+  with the vertex count: seconds for |X| <= 9; for (|S|, |U|) = (3, 4) it did not
+  finish in 11 minutes (use column generation with ``verify=True`` there).
 * ``"column-generation"`` — a restricted LP over a few vertices plus a pricing
   heuristic (:mod:`solvers.column_generation`: successive linearisation of the
   convex reduced cost ``mu(v) - y . v``, each step a vertex of Γ̂). The channel is
   (eps, F)-RLDP and its utility is exact, but it is a **lower bound** on the
   PolyOpt optimum: ``optimal`` is False and ``upper_bound`` None, unless
-  ``verify=True`` (then every vertex is enumerated and the maximum reduced cost
-  is checked, which proves optimality or reports the gap).
+  ``verify=True``: then the vertices of a slightly larger cone with short
+  rational coefficients (:func:`outer_cone_inequalities`) are enumerated exactly
+  and the LP dual is checked on them, which proves an upper bound (and
+  optimality when the gap is below the tolerance).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -53,10 +60,10 @@ from designer.channel import Channel
 from designer.robust.confidence import ConfidenceSet
 from designer.utility import column_information, entropy
 from solvers.column_generation import column_generation, max_reduced_cost
-from solvers.linear import solve_vertex_lp
+from solvers.linear import LinearProgramError, solve_vertex_lp
 from solvers.vertices import enumerate_cone_rays
 
-#: Coordinates below this are dropped from the output columns of Q (weights theta_v).
+#: Columns whose LP weight theta_v is at most this are left out of Q.
 ZERO_WEIGHT = 1e-14
 #: Reduced costs up to this count as non-improving (nats per unit of column mass).
 PRICING_TOLERANCE = 1e-9
@@ -74,8 +81,9 @@ class PolyOptResult:
         ``"polyopt"``.
     epsilon : float
     params : dict
-        JSON-ready summary: ``method``, ``vertices`` (count when enumerated, else
-        None), ``columns`` (columns the LP was solved over), ``outputs``,
+        JSON-ready summary: ``method``, ``exact_vertices`` (whether the vertex
+        list came from exact arithmetic; None when not enumerated), ``vertices``
+        (count when enumerated, else None), ``columns`` (columns the LP was solved over), ``outputs``,
         ``restricted_lps`` and ``pricing_lps`` (column generation, else None),
         ``optimal``, ``upper_bound``, ``cone_violation`` (largest relative
         violation of (44) by the channel's columns; <= 0 inside Γ), ``seconds``.
@@ -169,15 +177,61 @@ def cone_violation(confidence: ConfidenceSet, epsilon: float, columns) -> float:
     return float(np.max(-(columns @ rows.T) / np.abs(rows).max(axis=1)))
 
 
-def cone_vertices(confidence: ConfidenceSet, epsilon: float, max_vertices: int | None = None) -> np.ndarray:
-    """Every vertex of Γ̂ (pycddlib double description; float, validated, exact fallback).
+def outer_cone_inequalities(confidence: ConfidenceSet, epsilon: float, denominator: int = 2**40) -> np.ndarray:
+    """Rational rows of a cone Γ'' ⊇ Γ: (44) with ``P^min`` and ``e^eps`` rounded *up* to ``k / denominator``.
+
+    Larger ``P^min_{u|s}`` shrinks each simplex ``D_{U|s}`` of Theorem 11 and a larger
+    ``e^eps`` loosens (44), so every row is implied by the true rows: Γ ⊆ Γ''. Short
+    rationals keep the degenerate structure of (44) (float coefficients read exactly
+    split degenerate vertices into clusters) and make exact enumeration much faster;
+    the vertices of Γ̂'' bound the LP (47) over Γ from above (:func:`polyopt` with
+    ``verify=True``).
+
+    Returns
+    -------
+    ndarray of Fraction, shape like :func:`cone_inequalities`.
+    """
+    epsilon = _check_epsilon(epsilon)
+    a1, a2 = confidence.shape
+    m = [[Fraction(math.ceil(value * denominator), denominator) for value in row]
+         for row in confidence.conditional_bounds()[0]]
+    ratio = Fraction(math.ceil(math.exp(epsilon) * denominator), denominator)
+    rows = []
+    for s1, s2 in itertools.permutations(range(a1), 2):
+        total1, total2 = sum(m[s1]), sum(m[s2])
+        for u1, u2 in itertools.product(range(a2), repeat=2):
+            row = [[Fraction(0)] * a2 for _ in range(a1)]
+            for u in range(a2):
+                row[s1][u] += m[s1][u]
+                row[s2][u] -= ratio * m[s2][u]
+            row[s1][u1] += 1 - total1
+            row[s2][u2] -= ratio * (1 - total2)
+            rows.append([-value for block in row for value in block])
+    a = a1 * a2
+    rows += [[Fraction(int(i == j)) for j in range(a)] for i in range(a)]
+    return np.array(rows, dtype=object)
+
+
+def cone_vertices(confidence: ConfidenceSet, epsilon: float, exact: bool = True,
+                  max_vertices: int | None = None) -> np.ndarray:
+    """Every vertex of Γ̂ (pycddlib double description).
+
+    Parameters
+    ----------
+    exact : bool
+        True (default): the rows of :func:`cone_inequalities` (floats, read as
+        their exact binary values) are enumerated in GMP rational arithmetic, so
+        the list is complete for that cone. False: floating-point cdd, faster
+        but it can silently *lose* vertices (measured: 288 of 1,416 at eps = 8,
+        1,731 of 1,824 at eps = 1 on a (3,3) instance), so nothing proved from
+        such a list is a proof.
 
     Returns
     -------
     ndarray, shape (n_vertices, |X|), rows summing to 1.
     """
     rows = cone_inequalities(confidence, epsilon)
-    return enumerate_cone_rays(rows, row_order="lex_min", max_vertices=max_vertices).vertices
+    return enumerate_cone_rays(rows, exact=exact, row_order="lex_min", max_vertices=max_vertices).vertices
 
 
 def polyopt(
@@ -186,6 +240,7 @@ def polyopt(
     method: str = "auto",
     verify: bool = False,
     seed: int = 0,
+    exact: bool = True,
 ) -> PolyOptResult:
     """Design ``Q1`` of Theorem 12: the best ``I_P̂(X; Y)`` among protocols with columns in Γ.
 
@@ -196,12 +251,23 @@ def polyopt(
         RLDP level, ``> 0`` and finite.
     method : {"auto", "enumeration", "column-generation"}
         See the module docstring. ``"auto"`` enumerates when ``|X| <= 9``
-        (milliseconds to a second), else generates columns.
+        (about 1–5 s in exact arithmetic for |X| = 9), else generates columns.
     verify : bool
-        With column generation, also enumerate every vertex and check the
-        reduced costs (proves optimality; as slow as enumeration).
+        With column generation, also bound the optimum from above: every vertex
+        of the outer rational cone Γ'' ⊇ Γ (:func:`outer_cone_inequalities`) is
+        enumerated exactly and ``upper_bound = y . 1 + |X| max(0, max_v mu(v) - y . v)``
+        over them (valid because Γ̂ ⊆ conv of those vertices and mu is convex).
+        ``optimal`` is True when ``upper_bound - utility <= |X| 1e-9``; otherwise
+        the gap is proved but includes the ``2^-40`` rounding of Γ'' (measured: 6e-12
+        nats on a (3,3) case).
     seed : int
         Seed of the random pricing directions (column generation).
+    exact : bool
+        Enumerate vertices in exact rational arithmetic (default; needed for a
+        proof, see :func:`cone_vertices`). With ``exact=False`` enumeration is
+        in floating point, ``optimal`` is False and ``upper_bound`` None (the
+        list may be incomplete), and an infeasible vertex LP (a symptom of lost
+        vertices) triggers an exact rerun.
 
     Returns
     -------
@@ -223,15 +289,24 @@ def polyopt(
     prior = confidence.prior
     a = prior.size
     ones = np.ones(a)
-    vertices_count = None
+    vertices_count = exact_vertices = None
     rounds = pricing_lps = None
     if method == "enumeration":
-        columns = cone_vertices(confidence, epsilon)
-        vertices_count = columns.shape[0]
+        columns = cone_vertices(confidence, epsilon, exact=exact)
         values = column_information(prior, columns.T)
-        lp = solve_vertex_lp(columns, values, ones)
+        try:
+            lp = solve_vertex_lp(columns, values, ones)
+        except LinearProgramError:
+            if exact:
+                raise
+            exact = True  # float cdd lost vertices: redo exactly
+            columns = cone_vertices(confidence, epsilon, exact=True)
+            values = column_information(prior, columns.T)
+            lp = solve_vertex_lp(columns, values, ones)
+        vertices_count, exact_vertices = columns.shape[0], bool(exact)
         residual = max_reduced_cost(columns, values, lp.duals)
-        optimal, upper = True, float(lp.duals @ ones + a * max(residual, 0.0))
+        optimal = bool(exact)
+        upper = float(lp.duals @ ones + a * max(residual, 0.0)) if exact else None
     else:
         rows = cone_inequalities(confidence, epsilon)
         generated = column_generation(
@@ -244,17 +319,19 @@ def polyopt(
         lp = solve_vertex_lp(columns, values, ones)
         optimal, upper = False, None
         if verify:
-            every = cone_vertices(confidence, epsilon)
-            vertices_count = every.shape[0]
-            residual = max_reduced_cost(every, column_information(prior, every.T), lp.duals)
+            outer = enumerate_cone_rays(outer_cone_inequalities(confidence, epsilon), exact=True,
+                                        row_order="lex_min").vertices
+            vertices_count, exact_vertices = outer.shape[0], True
+            residual = max_reduced_cost(outer, column_information(prior, outer.T), lp.duals)
             upper = float(lp.duals @ ones + a * max(residual, 0.0))
-            optimal = residual <= PRICING_TOLERANCE
-    channel, used = _channel(confidence, columns, lp.weights)
+            optimal = upper - float(lp.objective) <= a * PRICING_TOLERANCE
+    channel = _channel(confidence, columns, lp.weights)
     utility = float(np.sum(column_information(prior, channel.matrix)))
     seconds = time.perf_counter() - start
     violation = cone_violation(confidence, epsilon, channel.matrix.T)
     params = {
         "method": method,
+        "exact_vertices": exact_vertices,
         "vertices": vertices_count,
         "columns": int(columns.shape[0]),
         "outputs": int(channel.n_outputs),
@@ -332,10 +409,10 @@ def robust_lower_bound(confidence: ConfidenceSet, epsilon: float, columns=None) 
     """
     epsilon = _check_epsilon(epsilon)
     start = time.perf_counter()
-    columns = cone_vertices(confidence, epsilon) if columns is None else np.atleast_2d(np.asarray(columns, dtype=float))
+    columns = cone_vertices(confidence, epsilon, exact=True) if columns is None else np.atleast_2d(np.asarray(columns, dtype=float))
     values = robust_column_information(confidence, columns)
     lp = solve_vertex_lp(columns, values, np.ones(confidence.prior.size))
-    channel, _ = _channel(confidence, columns, lp.weights)
+    channel = _channel(confidence, columns, lp.weights)
     bound = float(np.sum(robust_column_information(confidence, channel.matrix.T)))
     return RobustLowerBound(bound=bound, channel=channel, vertices=int(columns.shape[0]),
                             seconds=time.perf_counter() - start)
@@ -359,10 +436,10 @@ def _initial_columns(a: int) -> np.ndarray:
     return np.full((1, a), 1.0 / a)
 
 
-def _channel(confidence: ConfidenceSet, columns: np.ndarray, weights: np.ndarray) -> tuple[Channel, np.ndarray]:
+def _channel(confidence: ConfidenceSet, columns: np.ndarray, weights: np.ndarray) -> Channel:
     """``Q[x, v] = theta_v v_x`` for the used columns; rows renormalised (LP residual ~1e-10)."""
     used = np.flatnonzero(weights > ZERO_WEIGHT)
     matrix = np.maximum(columns[used] * weights[used, None], 0.0).T  # cdd vertices carry -1e-15 noise
     matrix = matrix / matrix.sum(axis=1, keepdims=True)
     outputs = [f"v{i + 1}" for i in range(used.size)]
-    return Channel(matrix, confidence.input_labels, outputs), used
+    return Channel(matrix, confidence.input_labels, outputs)

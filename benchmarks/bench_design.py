@@ -1,0 +1,151 @@
+"""Benchmarks of the optimal-design engine (issue 3). Prints tables; figures go to RESULTS.md.
+
+Run: .venv/bin/python benchmarks/bench_design.py   (about 3-4 minutes on 2 cores)
+     .venv/bin/python benchmarks/bench_design.py --large-grid 20   (adds ~3-4 minutes)
+
+A. Classic LDP k = 8..16: closed-form vertices vs cdd enumeration, LP, end to end.
+B. Random graph metrics k = 8, 10: cdd enumeration (row orders), LP.
+C. Block E, 4 blocks of 8 (k = 32), end to end, vs one block and vs one LP over all blocks.
+D. Expected-loss LP on L1 grids: graph-edge constraints vs all pairs; Clarabel vs HiGHS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from designer.cone import Cone
+from designer.design import column_utility, design_channel, design_expected_loss
+from designer.spec import PrivacyMatrix
+from solvers.linear import solve_vertex_lp
+from solvers.vertices import enumerate_cone_rays, uniform_ratio_cone_rays
+
+
+def median_time(function, repeats: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def random_metric(k: int, seed: int = 0) -> PrivacyMatrix:
+    """Shortest paths on a connected Watts-Strogatz graph (4 neighbours), weights U(0.5, 1.5)."""
+    graph = nx.connected_watts_strogatz_graph(k, 4, 0.5, seed=seed)
+    rng = np.random.default_rng(seed)
+    for u, v in graph.edges:
+        graph[u][v]["weight"] = float(rng.uniform(0.5, 1.5))
+    return PrivacyMatrix.from_graph(graph, 1.0)
+
+
+def grid_loss(n: int) -> np.ndarray:
+    cells = np.array(list(np.ndindex(n, n)))
+    return np.abs(cells[:, None, :] - cells[None, :, :]).sum(axis=2).astype(float)
+
+
+def section_classic() -> None:
+    print("\nA. classic LDP, eps = 1, uniform prior (median of 3; cdd only where it takes seconds)")
+    print(f"{'k':>3} {'vertices':>9} {'closed form s':>14} {'cdd float s':>12} {'LP s':>8} {'design s':>9} {'I (nats)':>9}")
+    for k in (8, 10, 12, 14, 16):
+        privacy = PrivacyMatrix.classic(k, 1.0)
+        closed, rays = median_time(lambda: uniform_ratio_cone_rays(k, np.e), 3)
+        cdd_text = "-"
+        if k <= 12:
+            rows = Cone.from_privacy(privacy).components[0].inequalities()
+            enumerated, found = median_time(lambda: enumerate_cone_rays(rows), 3)
+            assert found.n_vertices == rays.shape[0]
+            cdd_text = f"{enumerated:.3f}"
+        values = column_utility("mutual-information", np.full(k, 1 / k))(rays.T)
+        lp, _ = median_time(lambda: solve_vertex_lp(rays, values, np.ones(k)), 3)
+        total, result = median_time(lambda: design_channel(privacy), 3)
+        assert result.certified
+        print(f"{k:>3} {rays.shape[0]:>9} {closed:>14.4f} {cdd_text:>12} {lp:>8.3f} {total:>9.3f} {result.objective:>9.5f}")
+
+
+def section_metric() -> None:
+    print("\nB. random graph metrics (Watts-Strogatz, 4 neighbours), cdd float enumeration, one run each")
+    print(f"{'k':>3} {'pairs':>6} {'vertices':>9} {'UBT bound':>10} {'row order':>11} {'cdd s':>8} {'LP s':>7}")
+    for k, orders in ((8, (None, "lex_min", "min_index", "max_cutoff")), (10, (None, "lex_min", "min_index", "max_cutoff"))):
+        privacy = random_metric(k)
+        component = Cone.from_privacy(privacy).components[0]
+        for order in orders:
+            start = time.perf_counter()
+            found = component.vertices(row_order=order)
+            seconds = time.perf_counter() - start
+            values = column_utility("mutual-information", np.full(k, 1 / k))(found.vertices.T)
+            lp, _ = median_time(lambda: solve_vertex_lp(found.vertices, values, np.ones(k)), 1)
+            print(
+                f"{k:>3} {len(component.pairs):>6} {found.n_vertices:>9} {component.estimated_vertices():>10} "
+                f"{order or 'default':>11} {seconds:>8.3f} {lp:>7.3f}"
+            )
+
+
+def section_blocks() -> None:
+    print("\nC. block E (eps = 1), random prior, median of 5")
+    prior = np.random.default_rng(0).dirichlet(np.ones(32))
+    privacy = PrivacyMatrix.block([8, 8, 8, 8], 1.0)
+    total, result = median_time(lambda: design_channel(privacy, prior=prior), 5)
+    assert result.certified
+    one_block, _ = median_time(lambda: design_channel(PrivacyMatrix.classic(8, 1.0)), 5)
+    padded = []
+    for found in Cone.from_privacy(privacy).vertices():
+        block = np.zeros((found.n_vertices, 32))
+        block[:, found.symbols] = found.vertices
+        padded.append(block)
+    padded = np.vstack(padded)
+    values = column_utility("mutual-information", prior)(padded.T)
+    joint, joint_result = median_time(lambda: solve_vertex_lp(padded, values, np.ones(32)), 5)
+    assert abs(joint_result.objective - result.objective) < 1e-10
+    print(f"  4 blocks of 8 (k=32): {result.n_vertices} vertices, design {total:.3f} s, I = {result.objective:.5f}")
+    print(f"  one block of 8 (k=8): design {one_block:.3f} s  -> ratio {total / one_block:.2f}")
+    print(f"  one LP over all {padded.shape[0]} padded vertices: {joint:.3f} s (same objective)")
+
+
+def section_expected_loss(large_grids: list[int]) -> None:
+    print("\nD. expected-loss LP, L1 grid, eps = 0.5 per step, loss = L1 distance, uniform prior, one run each")
+    print("   rows = ratio constraints; times are design_expected_loss end to end (LP + repair + certify)")
+    print(f"{'grid':>6} {'k':>4} {'edge rows':>10} {'edges s':>9} {'all-pairs rows':>15} {'all-pairs s':>12} "
+          f"{'speed-up':>9} {'HiGHS edges s':>14}")
+    for n in (5, 6, 7, 10, *large_grids):
+        privacy = PrivacyMatrix.grid_l1((n, n), 0.5)
+        loss = grid_loss(n)
+        edges, edge_result = median_time(lambda: design_expected_loss(privacy, loss), 1)
+        assert edge_result.certified
+        edge_rows = int(edge_result.methods[0].split(", ")[1].split()[0])
+        full_rows = (n * n) * (n * n - 1) * (n * n)
+        full_text, ratio_text, highs_text, gap_text = "not run", "", "not run", ""
+        if n <= 7:
+            full, full_result = median_time(lambda: design_expected_loss(privacy, loss, constraints="all-pairs"), 1)
+            assert full_result.certified and abs(full_result.objective - edge_result.objective) < 1e-8
+            full_text, ratio_text = f"{full:.2f}", f"{full / edges:.1f}x"
+        if n <= 10:
+            highs, highs_result = median_time(lambda: design_expected_loss(privacy, loss, backend="highs"), 1)
+            # Clarabel designs with E shrunk by 1e-6 (INTERIOR_POINT_SHRINK): within ~1e-5 of HiGHS's optimum
+            assert highs_result.certified and abs(highs_result.objective / edge_result.objective - 1) < 1e-5
+            highs_text = f"{highs:.2f}"
+            gap_text = f", +{edge_result.objective / highs_result.objective - 1:.1e} vs HiGHS"
+        print(f"{n}x{n:<3} {n * n:>4} {edge_rows:>10} {edges:>9.2f} {full_rows:>15} {full_text:>12} {ratio_text:>9} "
+              f"{highs_text:>14}   loss {edge_result.objective:.6f}{gap_text}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--large-grid", type=int, action="append", default=[],
+        help="also run an n x n expected-loss grid with edge constraints (20 x 20 took 199 s here)",
+    )
+    arguments = parser.parse_args()
+    print("bench_design: optimal-design engine (issue 3)")
+    section_classic()
+    section_metric()
+    section_blocks()
+    section_expected_loss(arguments.large_grid)
