@@ -34,6 +34,7 @@ import numpy as np
 
 from designer.channel import Channel
 from designer.exact import log_fraction
+from designer.matrix_mechanism import Strategy, StrategyCertificate, certify_strategy
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
@@ -120,26 +121,32 @@ class Certificate:
 
 
 def certify(
-    channel: Channel | np.ndarray,
+    channel: Channel | np.ndarray | Strategy,
     epsilon: PrivacyMatrix | np.ndarray,
     exact: bool = False,
     tolerance: float = FLOAT_TOLERANCE,
-) -> Certificate:
+) -> Certificate | StrategyCertificate:
     """Decide whether ``channel`` is E-LDP (Definition 2, eq. 4).
 
     Parameters
     ----------
-    channel : Channel or array (k, m)
+    channel : Channel or array (k, m), or a matrix-mechanism Strategy
+        A :class:`~designer.matrix_mechanism.Strategy` is decided by Proposition 1
+        of metric-ldp-range-counting.md (:func:`~designer.matrix_mechanism.certify_strategy`).
     epsilon : PrivacyMatrix or array (k, k)
     exact : bool
-        Decide every comparison exactly (see module docstring).
+        Decide every comparison exactly (see module docstring); channels only.
     tolerance : float
         Float mode only: absolute slack in log space.
 
     Returns
     -------
-    Certificate
+    Certificate (a StrategyCertificate for a strategy)
     """
+    if isinstance(channel, Strategy):
+        if exact:
+            raise ValueError("exact mode certifies channels; a strategy is certified by Proposition 1 in floating point")
+        return certify_strategy(channel, epsilon, tolerance)
     channel = channel if isinstance(channel, Channel) else Channel(channel)
     epsilon = epsilon if isinstance(epsilon, PrivacyMatrix) else PrivacyMatrix(epsilon)
     if channel.k != epsilon.k:

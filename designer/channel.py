@@ -64,12 +64,12 @@ class Channel:
         bad = np.argwhere(~np.isfinite(values) | (values < 0))
         if bad.size:
             x, y = bad[0]
-            raise ValueError(f"channel row {x}, column {y}: value {values[x, y]!r} is not a probability")
+            raise ValueError(f"channel row {x}, column {y}: value {float(values[x, y])!r} is not a probability")
         sums = values.sum(axis=1)
         off = np.flatnonzero(np.abs(sums - 1.0) > row_sum_atol)
         if off.size:
             x = off[0]
-            raise ValueError(f"channel row {x} sums to {sums[x]!r}, not 1 (tolerance {row_sum_atol:g})")
+            raise ValueError(f"channel row {x} sums to {float(sums[x])!r}, not 1 (tolerance {row_sum_atol:g})")
         values.setflags(write=False)
         self._matrix = values
         k, m = values.shape

@@ -7,8 +7,11 @@ its own module under :mod:`designer.commands` and registers itself here.
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
+from designer.commands import BAD_INPUT
 from designer.commands import certify as certify_command
 from designer.commands import demo as demo_command
 from designer.commands import design as design_command
@@ -31,8 +34,24 @@ for module in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    Usage errors (an unknown option, a value of the wrong type, a missing
+    required option) are one line on stderr and exit code 2, like bad input
+    files; ``--help`` and no arguments print the help.
+    """
+    arguments = sys.argv[1:] or ["--help"]
+    try:
+        code = app(arguments, prog_name=app.info.name, standalone_mode=False)
+    except typer.TyperException as error:  # typer's usage errors (its click layer)
+        context = getattr(error, "ctx", None)
+        where = context.command_path if context is not None else app.info.name
+        typer.echo(f"error: {where}: {error.format_message().splitlines()[0]} (see --help)", err=True)
+        code = BAD_INPUT
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        code = 1
+    sys.exit(code or 0)
 
 if __name__ == "__main__":
     main()

@@ -44,7 +44,7 @@ import numpy as np
 from designer.certify import Certificate, certify
 from designer.channel import Channel
 from designer.cone import DEFAULT_MAX_VERTICES, Cone
-from designer.io import write_json, write_matrix_csv
+from designer.io import json_writer, matrix_csv_writer, write_files
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_f_divergence, column_information
 from solvers.linear import solve_ratio_bounded_stochastic_lp, solve_vertex_lp
@@ -137,10 +137,14 @@ class DesignResult:
         }
 
     def save(self, channel_path: str | Path, summary_path: str | Path | None = None) -> None:
-        """Write the channel as CSV (rows inputs) and, optionally, the JSON summary."""
-        write_matrix_csv(channel_path, self.channel.exact_matrix if self.exact else self.channel.matrix)
+        """Write the channel as CSV (rows inputs) and, optionally, the JSON summary.
+
+        Both files are written all or nothing (:func:`designer.io.write_files`).
+        """
+        writes = [(channel_path, matrix_csv_writer(self.channel.exact_matrix if self.exact else self.channel.matrix))]
         if summary_path is not None:
-            write_json(summary_path, self.summary())
+            writes.append((summary_path, json_writer(self.summary())))
+        write_files(writes)
 
 
 def column_utility(utility: str, prior, alternative=None):

@@ -24,7 +24,7 @@ from fractions import Fraction
 import flint
 
 _LOG_PATTERN = re.compile(r"^\s*(?:log|ln)\s*\(\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
-_INF_WORDS = {"inf", "+inf", "infinity", "+infinity"}
+INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
 _MAX_PRECISION = 1 << 16
 
 
@@ -70,7 +70,7 @@ class ExactEpsilon:
         if isinstance(text, float) and math.isinf(text) and text > 0:
             return cls(infinite=True)
         token = str(text).strip()
-        if token.lower() in _INF_WORDS:
+        if token.lower() in INFINITY_WORDS:
             return cls(infinite=True)
         match = _LOG_PATTERN.match(token)
         if match:

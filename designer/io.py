@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import ExactEpsilon, parse_rational
+from designer.exact import INFINITY_WORDS, ExactEpsilon, parse_rational
 from designer.spec import PrivacyMatrix
 
 
@@ -28,9 +28,19 @@ class InputError(ValueError):
     """Bad user input; ``str(error)`` is one line naming file, row and value."""
 
 
-def read_table(path: str | Path, what: str) -> list[list[str]]:
+class Table(list):
+    """Rows of stripped cells, with ``line_numbers[i]``: the file line of row ``i`` (1-based)."""
+
+    def __init__(self, rows: list[list[str]], line_numbers: list[int]):
+        super().__init__(rows)
+        self.line_numbers = line_numbers
+
+
+def read_table(path: str | Path, what: str) -> Table:
     """Read a CSV of cells (stripped strings); blank lines and ``#`` comments are skipped.
 
+    Every row is reported by its line in the file (``Table.line_numbers``), so
+    error messages point where a text editor shows the value.
     Raises :class:`InputError` for a missing/unreadable/empty file or ragged rows.
     """
     path = Path(path)
@@ -54,17 +64,26 @@ def read_table(path: str | Path, what: str) -> list[list[str]]:
             raise InputError(
                 f"{path}: row {line_number} has {len(cells)} values, expected {width} like the first row (ragged CSV)"
             )
-    return rows
+    return Table(rows, line_numbers)
 
 
-def _parse_cells(path: Path, rows: list[list[str]], parse: Callable[[str], object], what: str) -> np.ndarray:
+def _parse_cells(path: Path, rows: Table, parse: Callable[[str], object], what: str) -> np.ndarray:
+    """Parse every cell; a value that is malformed or overflows a float names its file line and column."""
     out = np.empty((len(rows), len(rows[0])), dtype=object)
     for i, cells in enumerate(rows):
         for j, cell in enumerate(cells):
             try:
                 out[i, j] = parse(cell)
+                float(out[i, j])
             except ValueError as error:
-                raise InputError(f"{path}: row {i + 1}, column {j + 1}: bad {what} value {cell!r} ({error})") from None
+                raise InputError(
+                    f"{path}: row {rows.line_numbers[i]}, column {j + 1}: bad {what} value {cell!r} ({error})"
+                ) from None
+            except OverflowError:
+                raise InputError(
+                    f"{path}: row {rows.line_numbers[i]}, column {j + 1}: {what} value {cell!r} is too large "
+                    "for a double-precision float"
+                ) from None
     return out
 
 
@@ -77,7 +96,7 @@ def read_privacy_matrix(path: str | Path) -> PrivacyMatrix:
         raise InputError(f"{path}: E must be square, got {cells.shape[0]} rows of {cells.shape[1]} values")
     for x in range(cells.shape[0]):
         if float(cells[x, x]) != 0:
-            raise InputError(f"{path}: row {x + 1}, column {x + 1}: diagonal of E must be 0, got {rows[x][x]!r}")
+            raise InputError(f"{path}: row {rows.line_numbers[x]}, column {x + 1}: diagonal of E must be 0, got {rows[x][x]!r}")
     return PrivacyMatrix(cells, name=path.name)
 
 
@@ -89,10 +108,14 @@ def read_channel(path: str | Path) -> Channel:
     for i, row in enumerate(cells):
         for j, value in enumerate(row):
             if value < 0:
-                raise InputError(f"{path}: row {i + 1}, column {j + 1}: negative probability {rows[i][j]!r}")
+                raise InputError(
+                    f"{path}: row {rows.line_numbers[i]}, column {j + 1}: negative probability {rows[i][j]!r}"
+                )
         total = float(sum(row))
         if abs(total - 1) > ROW_SUM_ATOL:
-            raise InputError(f"{path}: row {i + 1} sums to {total!r}, not 1 (tolerance {ROW_SUM_ATOL:g})")
+            raise InputError(
+                f"{path}: row {rows.line_numbers[i]} sums to {total!r}, not 1 (tolerance {ROW_SUM_ATOL:g})"
+            )
     return Channel(cells)
 
 
@@ -106,12 +129,21 @@ def read_vector(path: str | Path, what: str) -> np.ndarray:
     return np.array([float(v) for v in cells.ravel()])
 
 
-def read_matrix(path: str | Path, what: str) -> np.ndarray:
-    """Read a rectangular matrix of finite numbers (e.g. a loss matrix) as floats."""
+def read_matrix(path: str | Path, what: str, allow_infinite: bool = False) -> np.ndarray:
+    """Read a rectangular matrix of numbers (e.g. a loss or distance matrix) as floats.
+
+    Entries must be finite unless ``allow_infinite`` (then ``inf`` is accepted,
+    e.g. the distance between disconnected symbols).
+    """
     path = Path(path)
     rows = read_table(path, what)
-    cells = _parse_cells(path, rows, parse_rational, what)
+    parse = _parse_number_or_infinity if allow_infinite else parse_rational
+    cells = _parse_cells(path, rows, parse, what)
     return np.array([[float(v) for v in row] for row in cells])
+
+
+def _parse_number_or_infinity(text: str):
+    return math.inf if text.strip().lower() in INFINITY_WORDS else parse_rational(text)
 
 
 def format_number(value) -> str:
@@ -122,7 +154,14 @@ def format_number(value) -> str:
     return repr(value)
 
 
-def _atomic_write(path: str | Path, write: Callable[[object], None]) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _staged_write(path: str | Path, write: Callable[[object], None]) -> Path:
+    """Write to a temporary file beside ``path`` (mode 0666 less the umask); return its path."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
@@ -131,10 +170,43 @@ def _atomic_write(path: str | Path, write: Callable[[object], None]) -> None:
     try:
         with handle:
             write(handle)
-        os.replace(handle.name, path)
+        os.chmod(handle.name, 0o666 & ~_umask())
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+    return Path(handle.name)
+
+
+def write_files(writes: list[tuple[str | Path, Callable[[object], None]]]) -> None:
+    """Write several files all or nothing: every file is staged first, then each is renamed.
+
+    A failure while staging (a missing folder, a full disk) leaves no output file
+    at all; nothing is renamed until every file is complete.
+    """
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, write in writes:
+            staged.append((_staged_write(path, write), Path(path)))
+    except BaseException:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    for temporary, path in staged:
+        os.replace(temporary, path)
+
+
+def matrix_csv_writer(matrix: Iterable[Iterable[float]]) -> Callable[[object], None]:
+    """A writer of ``matrix`` as CSV with round-trip precision (Fractions as ``p/q``)."""
+    rows = [
+        [str(value) if isinstance(value, Fraction) else format_number(value) for value in row]
+        for row in np.asarray(matrix, dtype=object)
+    ]
+    return lambda handle: csv.writer(handle, lineterminator="\n").writerows(rows)
+
+
+def json_writer(payload: dict) -> Callable[[object], None]:
+    """A writer of ``payload`` as indented JSON."""
+    return lambda handle: json.dump(payload, handle, indent=2)
 
 
 def write_matrix_csv(path: str | Path, matrix: Iterable[Iterable[float]]) -> None:
@@ -142,13 +214,9 @@ def write_matrix_csv(path: str | Path, matrix: Iterable[Iterable[float]]) -> Non
 
     Fractions (exact channels) are written exactly as ``p/q``.
     """
-    rows = [
-        [str(value) if isinstance(value, Fraction) else format_number(value) for value in row]
-        for row in np.asarray(matrix, dtype=object)
-    ]
-    _atomic_write(path, lambda handle: csv.writer(handle, lineterminator="\n").writerows(rows))
+    write_files([(path, matrix_csv_writer(matrix))])
 
 
 def write_json(path: str | Path, payload: dict) -> None:
     """Write a JSON document atomically."""
-    _atomic_write(path, lambda handle: json.dump(payload, handle, indent=2))
+    write_files([(path, json_writer(payload))])

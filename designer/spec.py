@@ -171,7 +171,7 @@ class PrivacyMatrix:
         bad = np.argwhere(~(distance >= 0))
         if bad.size:
             x, y = bad[0]
-            raise ValueError(f"distance row {x}, column {y}: value {distance[x, y]!r} is negative or NaN")
+            raise ValueError(f"distance row {x}, column {y}: value {float(distance[x, y])!r} is negative or NaN")
         with np.errstate(invalid="ignore"):
             values = np.where(distance == 0, 0.0, float(epsilon) * distance)
         return cls(values, labels, f"metric {epsilon:g}-LDP, k={distance.shape[0]}")
@@ -299,11 +299,11 @@ def _validated_numeric(values: np.ndarray) -> np.ndarray:
     bad = np.argwhere(~(values >= 0))  # negative or NaN
     if bad.size:
         x, x_prime = bad[0]
-        raise ValueError(f"E row {x}, column {x_prime}: value {values[x, x_prime]!r} must be >= 0 (inf allowed)")
+        raise ValueError(f"E row {x}, column {x_prime}: value {float(values[x, x_prime])!r} must be >= 0 (inf allowed)")
     diagonal = np.flatnonzero(np.diag(values) != 0)
     if diagonal.size:
         x = diagonal[0]
-        raise ValueError(f"E row {x}, column {x}: diagonal must be 0, got {values[x, x]!r}")
+        raise ValueError(f"E row {x}, column {x}: diagonal must be 0, got {float(values[x, x])!r}")
     return values.copy()
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from designer.certify import certify
 from designer.cli import app
 from designer.matrix_mechanism import (
     Strategy,
@@ -136,6 +137,11 @@ def test_certifier_verdict_margin_and_violations():
     assert (0, 1) in certificate.violations and len(certificate.violations) == m * (m - 1)
     payload = certificate.to_dict()
     assert payload["verdict"] == "violated" and len(payload["tightest_pair"]) == 2
+    generic = certify(too_little_noise, E)  # the foundation certify dispatches on a strategy
+    assert generic.verdict == "violated" and generic.margin == certificate.margin
+    assert certify(designed, E).certified and certify(designed, E).margin == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="exact mode"):
+        certify(designed, E, exact=True)
     no_noise = Strategy(np.eye(3), np.eye(3), np.zeros(3))
     certificate = certify_strategy(no_noise, line_metric(3, 1.0))
     assert certificate.margin == -math.inf and not certificate.certified

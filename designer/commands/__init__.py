@@ -14,6 +14,9 @@ from collections.abc import Callable
 import typer
 
 BAD_INPUT = 2
+#: Privacy levels a simulation accepts: below, e^eps rounds to 1 in double precision
+#: (the estimators divide by e^eps - 1); above, e^eps overflows.
+SIMULATION_EPSILON_RANGE = (1e-9, 700.0)
 
 
 def fail(message: str) -> None:
@@ -31,8 +34,20 @@ def guarded(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except (ValueError, ArithmeticError, OSError) as error:
             fail(str(error).splitlines()[0] if str(error) else error.__class__.__name__)
+        except MemoryError as error:
+            fail(f"not enough memory for this input ({str(error).splitlines()[0] if str(error) else 'MemoryError'})")
 
     return wrapper
+
+
+def check_simulation_epsilon(epsilon: float) -> None:
+    """Refuse a privacy level outside :data:`SIMULATION_EPSILON_RANGE`, naming the option."""
+    low, high = SIMULATION_EPSILON_RANGE
+    if not low <= epsilon <= high:
+        raise ValueError(
+            f"--eps must be between {low:g} and {high:g} for a simulation, got {epsilon!r} "
+            "(outside that range e^eps is 1 or overflows in double precision)"
+        )
 
 
 def print_json(payload: dict) -> None:

@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from designer.commands import guarded, print_json
-from designer.io import InputError, read_privacy_matrix, read_table, write_json
+from designer.commands import check_simulation_epsilon, guarded, print_json
+from designer.io import InputError, read_matrix, read_privacy_matrix, write_json
 from designer.matrix_mechanism import (
     all_range_workload,
     certify_strategy,
@@ -95,6 +95,7 @@ def range_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Simulate the L1 range mechanism on Zipf(1.1) data and report squared errors vs the bound."""
+    check_simulation_epsilon(epsilon)
     result = simulate_range(m, dimensions, epsilon, n, queries, seed)
     if as_json:
         print_json(result)
@@ -111,21 +112,6 @@ def range_command(
     console.print(table)
     per_query = f", {result['seconds_per_query'] * 1e6:.2f} us per range query" if queries else ""
     console.print(f"encode + estimate: {result['seconds']:.3f} s{per_query}")
-
-
-def read_matrix(path: Path, what: str) -> np.ndarray:
-    """A numeric CSV matrix; errors name the file, row, column and value."""
-    rows = read_table(path, what)
-    out = np.empty((len(rows), len(rows[0])))
-    for i, cells in enumerate(rows):
-        for j, cell in enumerate(cells):
-            try:
-                out[i, j] = float(cell)
-            except ValueError:
-                raise InputError(f"{path}: row {i + 1}, column {j + 1}: bad {what} value {cell!r}") from None
-            if not np.isfinite(out[i, j]):
-                raise InputError(f"{path}: row {i + 1}, column {j + 1}: {what} value {cell!r} is not finite")
-    return out
 
 
 def _named_or_file(name: str, table: dict, m: int, what: str) -> tuple[np.ndarray, str]:

@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from designer.commands import guarded, print_json
+from designer.commands import check_simulation_epsilon, guarded, print_json
+from designer.exact import ExactEpsilon
 from designer.io import read_vector
 from designer.mechanisms import (
     BlockHadamardResponse,
@@ -84,6 +85,11 @@ def simulate_command(
         raise ValueError(f"--k must be >= 1, got {k}")
     if n < 1:
         raise ValueError(f"--n must be >= 1, got {n}")
+    try:
+        level = float(ExactEpsilon.parse(epsilon))
+    except ValueError as error:
+        raise ValueError(f"--eps {epsilon!r}: {error}") from None
+    check_simulation_epsilon(level)
     chosen = build_mechanism(mechanism, k, epsilon, blocks, sensitive)
     prior = named_distribution(dist, k)
     console = Console(stderr=True)

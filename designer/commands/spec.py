@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from designer.commands import guarded
-from designer.io import InputError, read_table, write_matrix_csv
+from designer.io import InputError, read_matrix, read_table, write_matrix_csv
 from designer.spec import PrivacyMatrix
 
 
@@ -43,7 +43,8 @@ def equal_block_sizes(k: int, n_blocks: int) -> list[int]:
 def read_graph(path: Path) -> nx.Graph:
     """Edges ``u,v[,weight]`` per row (undirected)."""
     graph = nx.Graph()
-    for number, cells in enumerate(read_table(path, "graph"), start=1):
+    table = read_table(path, "graph")
+    for number, cells in zip(table.line_numbers, table):
         if len(cells) not in (2, 3):
             raise InputError(f"{path}: row {number}: expected u,v or u,v,weight")
         try:
@@ -87,12 +88,7 @@ def spec_command(
         if len(given) != 1:
             raise ValueError("metric needs exactly one of --distance, --graph, --grid")
         if distance is not None:
-            rows = read_table(distance, "distance")
-            try:
-                matrix = np.array(rows, dtype=float)
-            except ValueError:
-                raise InputError(f"{distance}: distance entries must be numbers") from None
-            privacy = PrivacyMatrix.metric(matrix, eps)
+            privacy = PrivacyMatrix.metric(read_matrix(distance, "distance", allow_infinite=True), eps)
         elif graph is not None:
             privacy = PrivacyMatrix.from_graph(read_graph(graph), eps)
         else:

@@ -410,8 +410,8 @@ class ConfidenceSet:
         statistic = self.conditional_statistic(r)
         if not statistic <= np.sqrt(self._radius + 1.0) * (1.0 + slack):
             raise ValueError(
-                f"no distribution of F has these conditionals (statistic {statistic!r} > sqrt(B+1) = "
-                f"{np.sqrt(self._radius + 1.0)!r})"
+                f"no distribution of F has these conditionals (statistic {float(statistic)!r} > sqrt(B+1) = "
+                f"{float(np.sqrt(self._radius + 1.0))!r})"
             )
         w = self.conditional_estimate
         support = w > 0
