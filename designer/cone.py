@@ -34,23 +34,39 @@ import numpy as np
 from designer.exact import ExactEpsilon, exp_bounds
 from designer.spec import PrivacyMatrix
 from solvers.vertices import (
+    EnumerationTimeoutError,
     TooManyVerticesError,
     enumerate_cone_rays,
     uniform_ratio_cone_rays,
     uniform_ratio_cone_size,
 )
 
-#: Default refusal threshold on the estimated number of cone vertices (exact for
-#: closed-form components, an upper bound otherwise). Measured here: cdd takes
-#: ~4 s for a random graph metric at d=10 (bound 2.9e5, 9,408 vertices) and
-#: 65-220 s at d=12 (bound 3.4e6, 46,024 vertices), so the default refuses d=12.
+#: Default limit on the number of cone vertices: checked before anything is
+#: enumerated where the count is known in closed form (classic LDP at k = 20 has
+#: 1,048,574), and on the result of an enumeration otherwise.
 DEFAULT_MAX_VERTICES = 1_000_000
+#: Default wall-clock budget of one component's enumeration. Only the upper
+#: bound theorem is known before enumerating, and it is far too loose to refuse
+#: on (a 3x4 L1 grid: bound 1,316,016, 374 vertices in 0.02 s; high-low with
+#: k = 16: bound 2.5e7, 17 vertices), so a component that *may* be large is
+#: enumerated in a child process and stopped when this budget runs out.
+DEFAULT_MAX_SECONDS = 120.0
+#: Components whose upper bound is at most this are enumerated in-process
+#: (cdd needs well under a second there; a child process costs ~20 ms).
+IN_PROCESS_BOUND = 20_000
 #: Bits of precision of the rational lower bound of exp(epsilon) in exact mode.
 EXACT_EXP_BITS = 128
 
 
 class ConeTooLargeError(TooManyVerticesError):
-    """The estimated number of vertices exceeds ``max_vertices``."""
+    """The cone has more vertices than ``max_vertices``, or enumerating it exceeded ``max_seconds``."""
+
+
+#: What to try instead, appended to every refusal.
+SUGGESTION = (
+    "use a structured mechanism (randomised response, Hadamard response) or a coarser E "
+    "(merge symbols, make distant pairs inf)"
+)
 
 
 @dataclass(frozen=True)
@@ -112,10 +128,18 @@ class ComponentCone:
     pairs: np.ndarray
     levels: list
     uniform_level: ExactEpsilon | None = None
+    name: str = "E"
 
     @property
     def dimension(self) -> int:
         return int(self.symbols.size)
+
+    @property
+    def known_vertices(self) -> int | None:
+        """The exact vertex count when it is known without enumerating, else None."""
+        if self.uniform_level is not None or self.dimension <= 2:
+            return self.estimated_vertices()
+        return None
 
     def ratios(self, exact: bool = False) -> list:
         """``exp(E[x, x'])`` for each pair: floats, or (exact) rationals rounded down."""
@@ -155,8 +179,26 @@ class ComponentCone:
             return d
         return upper_bound_vertices(len(self.pairs) + d, d - 1)
 
-    def vertices(self, exact: bool = False, row_order=None, method: str = "auto") -> ComponentVertices:
-        """The cone's extreme rays normalised to sum 1 (closed form when possible)."""
+    def vertices(
+        self,
+        exact: bool = False,
+        row_order=None,
+        method: str = "auto",
+        max_vertices: int | None = None,
+        max_seconds: float | None = None,
+    ) -> ComponentVertices:
+        """The cone's extreme rays normalised to sum 1 (closed form when possible).
+
+        Raises :class:`ConeTooLargeError` when there are more than ``max_vertices``
+        rays, or when an enumeration that may be large (upper bound above
+        :data:`IN_PROCESS_BOUND`) has not finished in ``max_seconds``.
+        """
+        known = self.known_vertices
+        if max_vertices is not None and known is not None and known > max_vertices:
+            raise ConeTooLargeError(
+                f"the cone of {self.name} has {known} vertices (component of {self.dimension} symbols), more than "
+                f"max_vertices={max_vertices}; raise max_vertices (--max-vertices), {SUGGESTION}"
+            )
         start = time.perf_counter()
         use_closed_form = method == "closed-form" or (method == "auto" and self.uniform_level is not None)
         if use_closed_form:
@@ -173,7 +215,23 @@ class ComponentCone:
         if self.dimension == 1:
             exact_vertices = [[Fraction(1)]] if exact else None
             return ComponentVertices(self.symbols, np.ones((1, 1)), "enumerated", time.perf_counter() - start, exact, exact_vertices)
-        result = enumerate_cone_rays(self.inequalities(exact), exact=exact, row_order=row_order)
+        bound = self.estimated_vertices()
+        budget = max_seconds if bound > IN_PROCESS_BOUND else None
+        try:
+            result = enumerate_cone_rays(
+                self.inequalities(exact), exact=exact, row_order=row_order, max_vertices=max_vertices, max_seconds=budget
+            )
+        except EnumerationTimeoutError:
+            raise ConeTooLargeError(
+                f"enumerating the cone of {self.name} (component of {self.dimension} symbols, {len(self.pairs)} "
+                f"constraints, up to {bound} vertices by the upper bound theorem) did not finish in {budget:g} s; "
+                f"raise max_seconds (--max-seconds), {SUGGESTION}"
+            ) from None
+        except TooManyVerticesError as error:
+            raise ConeTooLargeError(
+                f"the cone of {self.name}: {error} (component of {self.dimension} symbols); raise max_vertices "
+                f"(--max-vertices), {SUGGESTION}"
+            ) from None
         return ComponentVertices(
             self.symbols, result.vertices, "enumerated", time.perf_counter() - start, result.exact_used,
             result.exact_vertices if exact else None,
@@ -199,7 +257,11 @@ class Cone:
             inside = np.isin(pairs[:, 0], symbols) & np.isin(pairs[:, 1], symbols)
             local = position[pairs[inside]]
             levels = [privacy.exact_epsilon[x, x_prime] for x, x_prime in pairs[inside]]
-            components.append(ComponentCone(symbols, local.reshape(-1, 2), levels, _uniform_level(privacy, closure, symbols)))
+            components.append(
+                ComponentCone(
+                    symbols, local.reshape(-1, 2), levels, _uniform_level(privacy, closure, symbols), privacy.name
+                )
+            )
         return cls(privacy, components)
 
     def estimated_vertices(self) -> int:
@@ -207,25 +269,34 @@ class Cone:
         return int(sum(component.estimated_vertices() for component in self.components))
 
     def check_size(self, max_vertices: int | None = DEFAULT_MAX_VERTICES) -> None:
-        """Refuse (:class:`ConeTooLargeError`) before a too-long enumeration."""
+        """Refuse (:class:`ConeTooLargeError`) when the vertices known without enumerating are too many.
+
+        Components counted in closed form contribute their exact count; the
+        others are checked when enumerated (see :meth:`ComponentCone.vertices`).
+        """
         if max_vertices is None:
             return
-        estimate = self.estimated_vertices()
-        if estimate > max_vertices:
-            largest = max(self.components, key=lambda component: component.estimated_vertices())
+        known = [component for component in self.components if component.known_vertices is not None]
+        total = sum(component.known_vertices for component in known)
+        if total > max_vertices:
+            largest = max(known, key=lambda component: component.known_vertices)
             raise ConeTooLargeError(
-                f"the cone of {self.privacy.name} may have up to {estimate} vertices (largest component: "
-                f"{largest.dimension} symbols), more than max_vertices={max_vertices}; raise max_vertices "
-                "(--max-vertices), use a structured mechanism (randomised response, Hadamard response) "
-                "or a coarser E (merge symbols, make distant pairs inf)"
+                f"the cone of {self.privacy.name} has at least {total} vertices (largest component: "
+                f"{largest.dimension} symbols, {largest.known_vertices} vertices), more than "
+                f"max_vertices={max_vertices}; raise max_vertices (--max-vertices), {SUGGESTION}"
             )
 
     def vertices(
-        self, exact: bool = False, row_order=None, method: str = "auto", max_vertices: int | None = DEFAULT_MAX_VERTICES
+        self,
+        exact: bool = False,
+        row_order=None,
+        method: str = "auto",
+        max_vertices: int | None = DEFAULT_MAX_VERTICES,
+        max_seconds: float | None = DEFAULT_MAX_SECONDS,
     ) -> list[ComponentVertices]:
-        """Vertices of every component (after the size check)."""
+        """Vertices of every component (after the size check; limits as in :meth:`ComponentCone.vertices`)."""
         self.check_size(max_vertices)
-        return [component.vertices(exact, row_order, method) for component in self.components]
+        return [component.vertices(exact, row_order, method, max_vertices, max_seconds) for component in self.components]
 
 
 def upper_bound_vertices(n_facets: int, dimension: int) -> int:

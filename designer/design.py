@@ -43,7 +43,7 @@ import numpy as np
 
 from designer.certify import Certificate, certify
 from designer.channel import Channel
-from designer.cone import DEFAULT_MAX_VERTICES, Cone
+from designer.cone import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, Cone
 from designer.io import json_writer, matrix_csv_writer, write_files
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_f_divergence, column_information
@@ -175,6 +175,7 @@ def design_channel(
     vertex_method: str = "auto",
     max_vertices: int | None = DEFAULT_MAX_VERTICES,
     backend: str = "highs",
+    max_seconds: float | None = DEFAULT_MAX_SECONDS,
 ) -> DesignResult:
     """The optimal E-LDP channel for a column-sublinear utility (see module docstring).
 
@@ -194,8 +195,12 @@ def design_channel(
         cdd row order for enumerated components (see :mod:`solvers.vertices`).
     vertex_method : {"auto", "closed-form", "enumerate"}
     max_vertices : int or None
-        Refuse when the estimated vertex count exceeds this (None: no limit).
+        Refuse when the cone has more vertices than this: before enumerating
+        where the count is known in closed form, after it otherwise (None: no limit).
     backend : {"highs", "cvxpy"}
+    max_seconds : float or None
+        Wall-clock budget of each enumeration that may be large (see
+        :meth:`designer.cone.ComponentCone.vertices`; None: no limit).
 
     Returns
     -------
@@ -214,7 +219,7 @@ def design_channel(
     methods, n_vertices, objective, residual, gap = [], 0, 0.0, -np.inf, 0.0
     for component in cone.components:
         tick = time.perf_counter()
-        found = component.vertices(exact=exact, row_order=row_order, method=vertex_method)
+        found = component.vertices(exact, row_order, vertex_method, max_vertices, max_seconds)
         timings["vertices"] += time.perf_counter() - tick
         symbols = found.symbols
         padded = np.zeros((found.n_vertices, k))

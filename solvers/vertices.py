@@ -3,7 +3,7 @@
 API
 ---
 ``enumerate_cone_rays(inequalities, equalities=None, exact=False, row_order=None,
-max_vertices=None, tolerance=VALIDATION_TOLERANCE) -> VertexEnumeration``
+max_vertices=None, tolerance=VALIDATION_TOLERANCE, max_seconds=None) -> VertexEnumeration``
 
 * ``inequalities``: array (r, d), each row ``a`` means ``a . q >= 0``. Entries are
   floats, or (for ``exact=True``) anything :class:`fractions.Fraction` accepts
@@ -25,6 +25,10 @@ max_vertices=None, tolerance=VALIDATION_TOLERANCE) -> VertexEnumeration``
 * ``max_vertices``: refuse (``TooManyVerticesError``) when the result has more
   rays than this. Estimating the count *before* enumerating is the caller's job
   (it knows the structure); this is the backstop.
+* ``max_seconds``: run the enumeration in a forked child process and stop it
+  (``EnumerationTimeoutError``) when it has not finished in that many seconds
+  of wall-clock time; cdd cannot be interrupted from inside, and the double
+  description method gives no reliable early estimate of its own running time.
 
 ``uniform_ratio_cone_rays(d, ratio) -> ndarray`` gives, without enumeration, the
 extreme rays of ``{q >= 0 : q_i <= ratio * q_j for all i, j}``: the ``2^d - 2``
@@ -34,7 +38,9 @@ vectors with entries in ``{1, ratio}``, not all equal (Kairouz, Oh, Viswanath
 
 from __future__ import annotations
 
+import multiprocessing
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -48,6 +54,10 @@ VALIDATION_TOLERANCE = 1e-9
 
 class TooManyVerticesError(ValueError):
     """The cone has (or would have) more extreme rays than allowed."""
+
+
+class EnumerationTimeoutError(TooManyVerticesError):
+    """The enumeration did not finish within ``max_seconds``."""
 
 
 @dataclass(frozen=True)
@@ -95,13 +105,19 @@ def enumerate_cone_rays(
     row_order: cdd.RowOrderType | str | None = None,
     max_vertices: int | None = None,
     tolerance: float = VALIDATION_TOLERANCE,
+    max_seconds: float | None = None,
 ) -> VertexEnumeration:
     """Extreme rays of ``{q : A q >= 0, B q = 0}`` by the double description method.
 
     See the module docstring for the contract. Raises ``ValueError`` for a
-    malformed input or a cone that is not pointed, and
-    :class:`TooManyVerticesError` when the ray count exceeds ``max_vertices``.
+    malformed input or a cone that is not pointed,
+    :class:`TooManyVerticesError` when the ray count exceeds ``max_vertices``,
+    and :class:`EnumerationTimeoutError` when ``max_seconds`` runs out.
     """
+    if max_seconds is not None:
+        return run_with_time_limit(
+            max_seconds, enumerate_cone_rays, inequalities, equalities, exact, row_order, max_vertices, tolerance
+        )
     rows, n_equalities, _ = _stack_rows(inequalities, equalities)
     order = _row_order(row_order)
     start = time.perf_counter()
@@ -129,6 +145,47 @@ def enumerate_cone_rays(
         max_violation=_max_violation(rows, n_equalities, vertices),
         exact_vertices=exact_vertices,
     )
+
+
+def run_with_time_limit(seconds: float, function: Callable, *arguments):
+    """``function(*arguments)`` in a forked child process, stopped after ``seconds``.
+
+    The result (or the exception) comes back pickled through a pipe. Raises
+    :class:`EnumerationTimeoutError` when time runs out, ``RuntimeError`` when
+    the child dies without answering (e.g. killed for lack of memory).
+    """
+    if not seconds > 0:
+        raise ValueError(f"max_seconds must be > 0, got {seconds!r}")
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            outcome = ("result", function(*arguments))
+        except Exception as error:  # sent back and re-raised in the parent
+            outcome = ("error", error)
+        try:
+            sender.send(outcome)
+        except Exception as error:  # an exception that cannot be pickled
+            sender.send(("error", RuntimeError(f"{outcome[1].__class__.__name__}: {outcome[1]} ({error})")))
+
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    sender.close()
+    try:
+        if not receiver.poll(seconds):
+            raise EnumerationTimeoutError(f"the vertex enumeration did not finish in {seconds:g} s")
+        kind, payload = receiver.recv()
+    except EOFError:
+        raise RuntimeError(f"the vertex enumeration process ended without an answer (exit code {process.exitcode})") from None
+    finally:
+        if process.is_alive():
+            process.terminate()
+        process.join()
+        receiver.close()
+    if kind == "error":
+        raise payload
+    return payload
 
 
 def uniform_ratio_cone_rays(d: int, ratio: float) -> np.ndarray:

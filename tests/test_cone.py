@@ -2,13 +2,15 @@
 
 import itertools
 import math
+import time
 from fractions import Fraction
 
 import networkx as nx
 import numpy as np
 import pytest
 
-from designer.cone import Cone, ConeTooLargeError, upper_bound_vertices
+from designer.cone import DEFAULT_MAX_VERTICES, IN_PROCESS_BOUND, Cone, ConeTooLargeError, upper_bound_vertices
+from designer.design import design_channel
 from designer.spec import PrivacyMatrix
 from solvers.vertices import enumerate_cone_rays
 
@@ -112,11 +114,43 @@ def test_blocks_cost_the_sum_of_their_parts():
 
 def test_refuses_a_too_large_cone_before_enumerating():
     cone = Cone.from_privacy(PrivacyMatrix.classic(20, 1.0))
-    with pytest.raises(ConeTooLargeError, match=r"up to 1048574 vertices .* max_vertices=1000000; raise max_vertices"):
+    with pytest.raises(ConeTooLargeError, match=r"at least 1048574 vertices .* max_vertices=1000000; raise max_vertices"):
         cone.vertices()
-    with pytest.raises(ConeTooLargeError, match="structured mechanism"):
-        Cone.from_privacy(PrivacyMatrix.grid_l1((4, 4), 1.0)).check_size(1000)
-    Cone.from_privacy(PrivacyMatrix.grid_l1((4, 4), 1.0)).check_size(None)
+    grid = Cone.from_privacy(PrivacyMatrix.grid_l1((4, 4), 1.0))
+    grid.check_size(1000)  # nothing is known in closed form: the count is checked after enumerating
+    with pytest.raises(ConeTooLargeError, match="more than max_vertices=1000.*structured mechanism"):
+        grid.vertices(max_vertices=1000)
+    grid.check_size(None)
+
+
+@pytest.mark.parametrize(
+    "privacy, vertices",
+    [
+        (PrivacyMatrix.grid_l1((3, 4), 0.5), 374),
+        (PrivacyMatrix.high_low(16, [0, 1], 1.0), 17),
+        (PrivacyMatrix.high_low(30, [0, 1], 1.0), 31),
+    ],
+)
+def test_loose_upper_bounds_do_not_refuse_small_structured_cones(privacy, vertices):
+    cone = Cone.from_privacy(privacy)
+    assert cone.estimated_vertices() > DEFAULT_MAX_VERTICES  # McMullen's bound alone would refuse these
+    found = cone.vertices()
+    assert sum(component.n_vertices for component in found) == vertices
+    result = design_channel(privacy)
+    assert result.certified and result.n_vertices == vertices
+
+
+def test_enumeration_that_may_be_large_is_stopped_by_its_time_budget():
+    graph = nx.connected_watts_strogatz_graph(12, 4, 0.3, seed=3)
+    rng = np.random.default_rng(3)
+    for u, v in graph.edges:
+        graph.edges[u, v]["weight"] = rng.uniform(0.5, 1.5)
+    (component,) = Cone.from_privacy(PrivacyMatrix.from_graph(graph, 1.0)).components
+    assert component.estimated_vertices() > IN_PROCESS_BOUND  # so it runs in a child process
+    started = time.perf_counter()
+    with pytest.raises(ConeTooLargeError, match=r"did not finish in 0.3 s; raise max_seconds \(--max-seconds\)"):
+        component.vertices(max_seconds=0.3)
+    assert time.perf_counter() - started < 5
 
 
 def test_exact_ratios_and_vertices():

@@ -1,6 +1,7 @@
 """solvers.vertices and solvers.linear: vertex enumeration and the LPs (generic, no privacy words)."""
 
 import itertools
+import time
 from fractions import Fraction
 
 import cvxpy as cp
@@ -16,8 +17,10 @@ from solvers.linear import (
     solve_vertex_lp,
 )
 from solvers.vertices import (
+    EnumerationTimeoutError,
     TooManyVerticesError,
     enumerate_cone_rays,
+    run_with_time_limit,
     uniform_ratio_cone_rays,
     uniform_ratio_cone_size,
 )
@@ -192,3 +195,23 @@ def test_stochastic_lp_matches_cvxpy_model(backend):
         solve_ratio_bounded_stochastic_lp(cost, [[0, 9]], [2.0], backend=backend)
     with pytest.raises(ValueError, match="unknown backend"):
         solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="glpk")
+
+
+def test_time_limited_enumeration_matches_in_process_and_stops_on_time():
+    rows = ratio_rows(np.full((5, 5), 2.0))
+    direct = enumerate_cone_rays(rows)
+    child = enumerate_cone_rays(rows, max_seconds=30)  # forked child, result pickled back
+    assert np.array_equal(direct.vertices, child.vertices) and child.n_vertices == 30
+    exact = enumerate_cone_rays(rows, exact=True, max_seconds=30)
+    assert exact.exact_vertices is not None and all(sum(vertex) == 1 for vertex in exact.exact_vertices)
+    with pytest.raises(TooManyVerticesError, match="30 extreme rays, more than max_vertices=10"):
+        enumerate_cone_rays(rows, max_vertices=10, max_seconds=30)  # the child's error is re-raised
+    with pytest.raises(ValueError, match="max_seconds must be > 0"):
+        enumerate_cone_rays(rows, max_seconds=0)
+
+
+def test_run_with_time_limit_stops_a_long_call():
+    started = time.perf_counter()
+    with pytest.raises(EnumerationTimeoutError, match="did not finish in 0.2 s"):
+        run_with_time_limit(0.2, time.sleep, 30)
+    assert time.perf_counter() - started < 5

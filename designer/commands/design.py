@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from designer.commands import fail, guarded, print_json
-from designer.cone import DEFAULT_MAX_VERTICES
+from designer.cone import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
 from designer.design import (
     VERTEX_UTILITIES,
     DesignResult,
@@ -68,7 +68,10 @@ def design_command(
     ),
     exact: bool = typer.Option(False, "--exact", help="Exact rational vertices and channel; certify exactly."),
     max_vertices: int = typer.Option(
-        DEFAULT_MAX_VERTICES, "--max-vertices", help="Refuse cones estimated to have more vertices."
+        DEFAULT_MAX_VERTICES, "--max-vertices", help="Refuse cones with more vertices than this."
+    ),
+    max_seconds: float = typer.Option(
+        DEFAULT_MAX_SECONDS, "--max-seconds", help="Stop a vertex enumeration that takes longer than this."
     ),
     row_order: str = typer.Option(None, "--row-order", help="cdd row order (e.g. max_cutoff, lex_min)."),
     summary_file: Path = typer.Option(None, "--summary", help="Also write the JSON summary to this file."),
@@ -90,7 +93,8 @@ def design_command(
         else:
             alternative = _read_distribution(alternative_file, "alternative", privacy)
             result = design_channel(
-                privacy, utility, prior, alternative, exact=exact, row_order=row_order, max_vertices=max_vertices
+                privacy, utility, prior, alternative, exact=exact, row_order=row_order,
+                max_vertices=max_vertices, max_seconds=max_seconds,
             )
     except LinearProgramError as error:
         fail(str(error))
