@@ -1,10 +1,10 @@
 """Benchmarks of the optimal-design engine (issue 3). Prints tables; figures go to RESULTS.md.
 
-Run: .venv/bin/python benchmarks/bench_design.py   (about 3-4 minutes on 2 cores)
+Run: .venv/bin/python benchmarks/bench_design.py   (about 5-15 minutes on 2 cores)
      .venv/bin/python benchmarks/bench_design.py --large-grid 20   (adds ~3-4 minutes)
 
 A. Classic LDP k = 8..16: closed-form vertices vs cdd enumeration, LP, end to end.
-B. Random graph metrics k = 8, 10: cdd enumeration (row orders), LP.
+B. Random graph metrics: Watts-Strogatz k = 8, 10 and 3-regular k = 8..14: cdd enumeration (row orders), LP.
 C. Block E, 4 blocks of 8 (k = 32), end to end, vs one block and vs one LP over all blocks.
 D. Expected-loss LP on L1 grids: graph-edge constraints vs all pairs; Clarabel vs HiGHS.
 """
@@ -38,9 +38,19 @@ def median_time(function, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def random_metric(k: int, seed: int = 0) -> PrivacyMatrix:
-    """Shortest paths on a connected Watts-Strogatz graph (4 neighbours), weights U(0.5, 1.5)."""
-    graph = nx.connected_watts_strogatz_graph(k, 4, 0.5, seed=seed)
+def random_metric(k: int, seed: int = 0, degree: int | None = None) -> PrivacyMatrix:
+    """Shortest paths on a random connected graph, edge weights U(0.5, 1.5).
+
+    ``degree=None``: a connected Watts-Strogatz graph (ring of 4 neighbours, rewired);
+    ``degree=3``: a random connected 3-regular graph (1.5 k edges).
+    """
+    if degree is None:
+        graph = nx.connected_watts_strogatz_graph(k, 4, 0.5, seed=seed)
+    else:
+        graph = nx.random_regular_graph(degree, k, seed=seed)
+        while not nx.is_connected(graph):
+            seed += 1000
+            graph = nx.random_regular_graph(degree, k, seed=seed)
     rng = np.random.default_rng(seed)
     for u, v in graph.edges:
         graph[u][v]["weight"] = float(rng.uniform(0.5, 1.5))
@@ -72,19 +82,28 @@ def section_classic() -> None:
 
 
 def section_metric() -> None:
-    print("\nB. random graph metrics (Watts-Strogatz, 4 neighbours), cdd float enumeration, one run each")
-    print(f"{'k':>3} {'pairs':>6} {'vertices':>9} {'UBT bound':>10} {'row order':>11} {'cdd s':>8} {'LP s':>7}")
-    for k, orders in ((8, (None, "lex_min", "min_index", "max_cutoff")), (10, (None, "lex_min", "min_index", "max_cutoff"))):
-        privacy = random_metric(k)
+    print("\nB. random graph metrics, cdd float enumeration (one run each; budget 600 s per enumeration)")
+    print(f"{'graph':>10} {'k':>3} {'pairs':>6} {'vertices':>9} {'UBT bound':>10} {'row order':>11} {'cdd s':>8} {'LP s':>7}")
+    all_orders = (None, "lex_min", "min_index", "max_cutoff")
+    cases = [("WS-4", None, 8, all_orders), ("WS-4", None, 10, all_orders)]
+    cases += [("3-regular", 3, k, (None, "lex_min", "min_index")) for k in (8, 10, 12)]
+    cases += [("3-regular", 3, 14, ("min_index",))]
+    for name, degree, k, orders in cases:
+        privacy = random_metric(k, degree=degree)
         component = Cone.from_privacy(privacy).components[0]
         for order in orders:
             start = time.perf_counter()
-            found = component.vertices(row_order=order)
+            try:
+                found = component.vertices(row_order=order, max_seconds=600)
+            except ValueError as error:
+                print(f"{name:>10} {k:>3} {len(component.pairs):>6} {'-':>9} {component.estimated_vertices():>10} "
+                      f"{order or 'default':>11}   {error}")
+                continue
             seconds = time.perf_counter() - start
             values = column_utility("mutual-information", np.full(k, 1 / k))(found.vertices.T)
             lp, _ = median_time(lambda: solve_vertex_lp(found.vertices, values, np.ones(k)), 1)
             print(
-                f"{k:>3} {len(component.pairs):>6} {found.n_vertices:>9} {component.estimated_vertices():>10} "
+                f"{name:>10} {k:>3} {len(component.pairs):>6} {found.n_vertices:>9} {component.estimated_vertices():>10} "
                 f"{order or 'default':>11} {seconds:>8.3f} {lp:>7.3f}"
             )
 

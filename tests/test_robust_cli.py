@@ -1,7 +1,6 @@
 """CLI: ldp-designer robust / certify-robust (exit codes, JSON, bad input, channel files)."""
 
 import csv
-import functools
 import json
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from designer.cli import app
-from designer.commands import robust as robust_command
 from designer.io import read_channel, write_matrix_csv
 from designer.robust.certify import certify_robust
 from designer.robust.confidence import ConfidenceSet
@@ -89,7 +87,7 @@ def test_certify_robust_violation_with_witness(records, tmp_path):
     assert readable.exit_code == 1 and "VIOLATED" in readable.stdout and "witness" in readable.stdout
 
 
-def test_certify_robust_inconclusive_exit_3(tmp_path, monkeypatch):
+def test_certify_robust_inconclusive_exit_3(tmp_path):
     # the near-critical case of tests/test_robust_certify.py: the decoupled bound is > 0, the
     # maximum over F is < 0, and without a branch-and-bound budget neither can be shown
     rng = np.random.default_rng(3)
@@ -108,8 +106,7 @@ def test_certify_robust_inconclusive_exit_3(tmp_path, monkeypatch):
     argv = ["certify-robust", "--data", str(records), "--secret", "s", "--public", "u",
             "--eps", repr(hi + 0.01), "--channel", str(channel), "--json"]
     assert runner.invoke(app, argv).exit_code == 0  # branch and bound proves it
-    monkeypatch.setattr(robust_command, "certify_robust", functools.partial(certify_robust, max_intervals=1))
-    result = runner.invoke(app, argv)
+    result = runner.invoke(app, [*argv, "--max-intervals", "1"])
     assert result.exit_code == 3
     payload = json.loads(result.stdout)
     assert payload["verdict"] == "inconclusive" and payload["inconclusive"] >= 1 and "witness" not in payload

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from designer.commands import guarded, print_json
 from designer.io import read_channel, write_matrix_csv
-from designer.robust.certify import DEFAULT_TOLERANCE, RobustCertificate, certify_robust
+from designer.robust.certify import DEFAULT_MAX_INTERVALS, DEFAULT_TOLERANCE, RobustCertificate, certify_robust
 from designer.robust.confidence import ConfidenceSet
 from designer.robust.polyopt import polyopt
 from designer.robust.protocols import PROTOCOLS
@@ -126,12 +126,18 @@ def certify_robust_command(
     alpha: float = ALPHA,
     channel_file: Path = typer.Option(..., "--channel", help="Channel CSV, rows ordered by (s, u) sorted as strings."),
     tolerance: float = typer.Option(DEFAULT_TOLERANCE, "--tolerance", help="Slack on the column-scaled condition (2)."),
+    max_intervals: int = typer.Option(
+        DEFAULT_MAX_INTERVALS, "--max-intervals",
+        help="Branch-and-bound budget per (y, s, s') triple; when it runs out the verdict is inconclusive.",
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Decide (eps, F)-RLDP of a channel. Exit 0 certified, 1 violated (witness P), 3 inconclusive, 2 bad input."""
     _check_epsilon(epsilon)
     if not 0 <= tolerance < 1:
         raise ValueError(f"--tolerance must be in [0, 1), got {tolerance!r}")
+    if max_intervals < 1:
+        raise ValueError(f"--max-intervals must be >= 1, got {max_intervals}")
     confidence = ConfidenceSet.from_csv(data, secret, public, alpha)
     channel = read_channel(channel_file)
     if channel.k != confidence.prior.size:
@@ -139,7 +145,7 @@ def certify_robust_command(
             f"{channel_file}: the channel has {channel.k} rows but |S| x |U| = "
             f"{confidence.shape[0]} x {confidence.shape[1]} = {confidence.prior.size} in {data}"
         )
-    certificate = certify_robust(channel, confidence, epsilon, tolerance=tolerance)
+    certificate = certify_robust(channel, confidence, epsilon, tolerance=tolerance, max_intervals=max_intervals)
     if as_json:
         print_json(certificate.to_dict())
     else:

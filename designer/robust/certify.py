@@ -47,6 +47,8 @@ from designer.channel import Channel
 from solvers.chi2ball import maximise_over_ball, maximise_over_two_balls
 
 DEFAULT_TOLERANCE = 1e-9
+#: Branch-and-bound budget (intervals) per (y, s, s') triple before a triple is inconclusive.
+DEFAULT_MAX_INTERVALS = 2048
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def conditional_ratio(matrix: np.ndarray, distribution: np.ndarray, y: int, s: i
 
 
 def certify_robust(channel, confidence, epsilon: float, tolerance: float = DEFAULT_TOLERANCE,
-                   max_intervals: int = 2048) -> RobustCertificate:
+                   max_intervals: int = DEFAULT_MAX_INTERVALS) -> RobustCertificate:
     """Decide (eps, F)-RLDP for a channel whose rows are ordered by (s, u).
 
     Parameters
