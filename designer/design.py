@@ -152,14 +152,20 @@ def column_utility(utility: str, prior, alternative=None):
 
     ``"mutual-information"``: ``I_prior(X; Y)`` (:func:`designer.utility.column_information`).
     An f-divergence name (``"kl"``, ``"chi-square"``, ...): ``D_f(prior Q || alternative Q)``
-    (:func:`designer.utility.column_f_divergence`); ``alternative`` is required.
+    (:func:`designer.utility.column_f_divergence`), the utility of telling the two
+    input distributions apart from the reports; ``alternative`` defaults to the
+    uniform distribution, and must differ from ``prior`` (else every channel scores 0).
     """
     if utility == "mutual-information":
         return lambda columns: column_information(prior, columns)
     if utility in F_DIVERGENCES:
-        if alternative is None:
+        prior = np.asarray(prior, dtype=float)
+        alternative = _default_uniform(alternative, prior.size)
+        if np.allclose(prior, alternative, rtol=0, atol=1e-12):
             raise ValueError(
-                f"the {utility} utility compares two input distributions: give an alternative (CLI: --alternative)"
+                f"the {utility} utility compares the prior with an alternative distribution (default uniform), "
+                "and they are equal, so every channel scores 0: give a non-uniform prior (--prior) or an "
+                "alternative (--alternative)"
             )
         return lambda columns: column_f_divergence(prior, alternative, columns, utility)
     raise ValueError(f"unknown utility {utility!r}; choose one of {', '.join(VERTEX_UTILITIES)} or expected-loss")
@@ -187,7 +193,8 @@ def design_channel(
     prior : array_like (k,), optional
         Input distribution (default uniform).
     alternative : array_like (k,), optional
-        Second hypothesis of the f-divergence utilities (positive entries).
+        Second hypothesis of the f-divergence utilities (positive entries;
+        default uniform).
     exact : bool
         Exact rational vertices (cdd GMP / rational closed form) and channel
         entries; the certificate is then an exact proof.

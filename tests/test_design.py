@@ -142,8 +142,14 @@ def test_f_divergence_utilities_match_direct_formulas():
     assert f_divergence(first, second, channel, "hellinger") == pytest.approx(hellinger, abs=1e-14)
     with pytest.raises(ValueError, match="positive on every symbol"):
         column_f_divergence(first, [1.0, 0.0, 0.0], channel)
-    with pytest.raises(ValueError, match="give an alternative"):
-        design_channel(PrivacyMatrix.classic(3, 1.0), "kl")
+    with pytest.raises(ValueError, match="they are equal, so every channel scores 0"):
+        design_channel(PrivacyMatrix.classic(3, 1.0), "kl")  # uniform prior against the default uniform alternative
+    prior = np.array([0.6, 0.3, 0.1])
+    by_default = design_channel(PrivacyMatrix.classic(3, 1.0), "kl", prior=prior)
+    explicit = design_channel(PrivacyMatrix.classic(3, 1.0), "kl", prior=prior, alternative=np.full(3, 1 / 3))
+    assert by_default.objective == pytest.approx(explicit.objective, abs=1e-12)
+    Q = by_default.channel.matrix
+    assert by_default.objective == pytest.approx(rel_entr(prior @ Q, np.full(3, 1 / 3) @ Q).sum(), abs=1e-10)
 
 
 # ------------------------------------------------ components, back ends
@@ -293,7 +299,7 @@ def test_cli_expected_loss_default_and_given_loss(tmp_path):
     [
         (["--prior", "PRIOR"], "the prior has 3 entries but E is 2 x 2"),
         (["--utility", "fisher"], "--utility must be one of mutual-information"),
-        (["--utility", "kl"], "give an alternative"),
+        (["--utility", "kl"], "give a non-uniform prior (--prior) or an alternative (--alternative)"),
         (["--utility", "expected-loss", "--exact"], "--exact applies to vertex designs"),
         (["--max-vertices", "1"], "more than max_vertices=1"),
     ],
