@@ -1,10 +1,11 @@
 """Benchmarks of the optimal-design engine (issue 3). Prints tables; figures go to RESULTS.md.
 
-Run: .venv/bin/python benchmarks/bench_design.py   (about 5-15 minutes on 2 cores)
+Run: .venv/bin/python benchmarks/bench_design.py   (about 3-5 minutes on 2 cores)
      .venv/bin/python benchmarks/bench_design.py --large-grid 20   (adds ~3-4 minutes)
 
 A. Classic LDP k = 8..16: closed-form vertices vs cdd enumeration, LP, end to end.
-B. Random graph metrics: Watts-Strogatz k = 8, 10 and 3-regular k = 8..14: cdd enumeration (row orders), LP.
+B. Random graph metrics: Watts-Strogatz k = 8, 10 and sparse (tree + k/4 edges) k = 8..14: cdd
+   enumeration (row orders), LP.
 C. Block E, 4 blocks of 8 (k = 32), end to end, vs one block and vs one LP over all blocks.
 D. Expected-loss LP on L1 grids: graph-edge constraints vs all pairs; Clarabel vs HiGHS.
 """
@@ -38,20 +39,20 @@ def median_time(function, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def random_metric(k: int, seed: int = 0, degree: int | None = None) -> PrivacyMatrix:
+def random_metric(k: int, seed: int = 0, family: str = "ws4") -> PrivacyMatrix:
     """Shortest paths on a random connected graph, edge weights U(0.5, 1.5).
 
-    ``degree=None``: a connected Watts-Strogatz graph (ring of 4 neighbours, rewired);
-    ``degree=3``: a random connected 3-regular graph (1.5 k edges).
+    ``"ws4"``: a connected Watts-Strogatz graph (ring of 4 neighbours, rewired, 2 k edges);
+    ``"sparse"``: a random labelled tree plus ``k // 4`` random extra edges.
     """
-    if degree is None:
+    rng = np.random.default_rng(seed)
+    if family == "ws4":
         graph = nx.connected_watts_strogatz_graph(k, 4, 0.5, seed=seed)
     else:
-        graph = nx.random_regular_graph(degree, k, seed=seed)
-        while not nx.is_connected(graph):
-            seed += 1000
-            graph = nx.random_regular_graph(degree, k, seed=seed)
-    rng = np.random.default_rng(seed)
+        graph = nx.random_labeled_tree(k, seed=seed)
+        while graph.number_of_edges() < k - 1 + k // 4:
+            u, v = rng.choice(k, 2, replace=False)
+            graph.add_edge(int(u), int(v))
     for u, v in graph.edges:
         graph[u][v]["weight"] = float(rng.uniform(0.5, 1.5))
     return PrivacyMatrix.from_graph(graph, 1.0)
@@ -85,11 +86,10 @@ def section_metric() -> None:
     print("\nB. random graph metrics, cdd float enumeration (one run each; budget 600 s per enumeration)")
     print(f"{'graph':>10} {'k':>3} {'pairs':>6} {'vertices':>9} {'UBT bound':>10} {'row order':>11} {'cdd s':>8} {'LP s':>7}")
     all_orders = (None, "lex_min", "min_index", "max_cutoff")
-    cases = [("WS-4", None, 8, all_orders), ("WS-4", None, 10, all_orders)]
-    cases += [("3-regular", 3, k, (None, "lex_min", "min_index")) for k in (8, 10, 12)]
-    cases += [("3-regular", 3, 14, ("min_index",))]
-    for name, degree, k, orders in cases:
-        privacy = random_metric(k, degree=degree)
+    cases = [("ws4", 8, all_orders), ("ws4", 10, all_orders)]
+    cases += [("sparse", k, (None, "lex_min", "min_index")) for k in (8, 10, 12, 14)]
+    for name, k, orders in cases:
+        privacy = random_metric(k, family=name)
         component = Cone.from_privacy(privacy).components[0]
         for order in orders:
             start = time.perf_counter()
@@ -142,7 +142,7 @@ def section_expected_loss(large_grids: list[int]) -> None:
         edge_rows = int(edge_result.methods[0].split(", ")[1].split()[0])
         full_rows = (n * n) * (n * n - 1) * (n * n)
         full_text, ratio_text, highs_text, gap_text = "not run", "", "not run", ""
-        if n <= 7:
+        if n <= 10:
             full, full_result = median_time(lambda: design_expected_loss(privacy, loss, constraints="all-pairs"), 1)
             assert full_result.certified and abs(full_result.objective - edge_result.objective) < 1e-8
             full_text, ratio_text = f"{full:.2f}", f"{full / edges:.1f}x"
