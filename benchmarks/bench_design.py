@@ -13,7 +13,6 @@ D. Expected-loss LP on L1 grids: graph-edge constraints vs all pairs; Clarabel v
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,20 +22,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import timed
+
 from designer.cone import Cone
 from designer.design import column_utility, design_channel, design_expected_loss
 from designer.spec import PrivacyMatrix
 from solvers.linear import solve_vertex_lp
 from solvers.vertices import enumerate_cone_rays, uniform_ratio_cone_rays
-
-
-def median_time(function, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def random_metric(k: int, seed: int = 0, family: str = "ws4") -> PrivacyMatrix:
@@ -68,16 +60,16 @@ def section_classic() -> None:
     print(f"{'k':>3} {'vertices':>9} {'closed form s':>14} {'cdd float s':>12} {'LP s':>8} {'design s':>9} {'I (nats)':>9}")
     for k in (8, 10, 12, 14, 16):
         privacy = PrivacyMatrix.classic(k, 1.0)
-        closed, rays = median_time(lambda: uniform_ratio_cone_rays(k, np.e), 3)
+        closed, rays = timed(lambda: uniform_ratio_cone_rays(k, np.e), 3)
         cdd_text = "-"
         if k <= 12:
             rows = Cone.from_privacy(privacy).components[0].inequalities()
-            enumerated, found = median_time(lambda: enumerate_cone_rays(rows), 3)
+            enumerated, found = timed(lambda: enumerate_cone_rays(rows), 3)
             assert found.n_vertices == rays.shape[0]
             cdd_text = f"{enumerated:.3f}"
         values = column_utility("mutual-information", np.full(k, 1 / k))(rays.T)
-        lp, _ = median_time(lambda: solve_vertex_lp(rays, values, np.ones(k)), 3)
-        total, result = median_time(lambda: design_channel(privacy), 3)
+        lp, _ = timed(lambda: solve_vertex_lp(rays, values, np.ones(k)), 3)
+        total, result = timed(lambda: design_channel(privacy), 3)
         assert result.certified
         print(f"{k:>3} {rays.shape[0]:>9} {closed:>14.4f} {cdd_text:>12} {lp:>8.3f} {total:>9.3f} {result.objective:>9.5f}")
 
@@ -101,7 +93,7 @@ def section_metric() -> None:
                 continue
             seconds = time.perf_counter() - start
             values = column_utility("mutual-information", np.full(k, 1 / k))(found.vertices.T)
-            lp, _ = median_time(lambda: solve_vertex_lp(found.vertices, values, np.ones(k)), 1)
+            lp, _ = timed(lambda: solve_vertex_lp(found.vertices, values, np.ones(k)), 1)
             print(
                 f"{name:>10} {k:>3} {len(component.pairs):>6} {found.n_vertices:>9} {component.estimated_vertices():>10} "
                 f"{order or 'default':>11} {seconds:>8.3f} {lp:>7.3f}"
@@ -112,9 +104,9 @@ def section_blocks() -> None:
     print("\nC. block E (eps = 1), random prior, median of 5")
     prior = np.random.default_rng(0).dirichlet(np.ones(32))
     privacy = PrivacyMatrix.block([8, 8, 8, 8], 1.0)
-    total, result = median_time(lambda: design_channel(privacy, prior=prior), 5)
+    total, result = timed(lambda: design_channel(privacy, prior=prior), 5)
     assert result.certified
-    one_block, _ = median_time(lambda: design_channel(PrivacyMatrix.classic(8, 1.0)), 5)
+    one_block, _ = timed(lambda: design_channel(PrivacyMatrix.classic(8, 1.0)), 5)
     padded = []
     for found in Cone.from_privacy(privacy).vertices():
         block = np.zeros((found.n_vertices, 32))
@@ -122,7 +114,7 @@ def section_blocks() -> None:
         padded.append(block)
     padded = np.vstack(padded)
     values = column_utility("mutual-information", prior)(padded.T)
-    joint, joint_result = median_time(lambda: solve_vertex_lp(padded, values, np.ones(32)), 5)
+    joint, joint_result = timed(lambda: solve_vertex_lp(padded, values, np.ones(32)), 5)
     assert abs(joint_result.objective - result.objective) < 1e-10
     print(f"  4 blocks of 8 (k=32): {result.n_vertices} vertices, design {total:.3f} s, I = {result.objective:.5f}")
     print(f"  one block of 8 (k=8): design {one_block:.3f} s  -> ratio {total / one_block:.2f}")
@@ -137,17 +129,17 @@ def section_expected_loss(large_grids: list[int]) -> None:
     for n in (5, 6, 7, 10, *large_grids):
         privacy = PrivacyMatrix.grid_l1((n, n), 0.5)
         loss = grid_loss(n)
-        edges, edge_result = median_time(lambda: design_expected_loss(privacy, loss), 1)
+        edges, edge_result = timed(lambda: design_expected_loss(privacy, loss), 1)
         assert edge_result.certified
         edge_rows = int(edge_result.methods[0].split(", ")[1].split()[0])
         full_rows = (n * n) * (n * n - 1) * (n * n)
         full_text, ratio_text, highs_text, gap_text = "not run", "", "not run", ""
         if n <= 10:
-            full, full_result = median_time(lambda: design_expected_loss(privacy, loss, constraints="all-pairs"), 1)
+            full, full_result = timed(lambda: design_expected_loss(privacy, loss, constraints="all-pairs"), 1)
             assert full_result.certified and abs(full_result.objective - edge_result.objective) < 1e-8
             full_text, ratio_text = f"{full:.2f}", f"{full / edges:.1f}x"
         if n <= 10:
-            highs, highs_result = median_time(lambda: design_expected_loss(privacy, loss, backend="highs"), 1)
+            highs, highs_result = timed(lambda: design_expected_loss(privacy, loss, backend="highs"), 1)
             # Clarabel designs with E shrunk by 1e-6 (INTERIOR_POINT_SHRINK): within ~1e-5 of HiGHS's optimum
             assert highs_result.certified and abs(highs_result.objective / edge_result.objective - 1) < 1e-5
             highs_text = f"{highs:.2f}"

@@ -33,6 +33,7 @@ import numpy as np
 
 from designer.robust import ConfidenceSet
 from designer.robust.polyopt import cone_inequalities, polyopt
+from timing import timed
 
 SIZES = [(2, 2), (3, 3), (3, 4), (4, 4), (4, 5)]
 EXACT_UP_TO = 9  # |X| enumerated in exact arithmetic by default
@@ -49,15 +50,6 @@ def jeffreys_confidence_set(a1: int, a2: int, seed: int = 2024, n: int = 1000, a
             return ConfidenceSet(counts, alpha)
 
 
-def timed(function, repeats: int):
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return result, statistics.median(times)
-
-
 def main() -> None:
     exact_up_to = FLOAT_UP_TO if "--exact-34" in sys.argv else EXACT_UP_TO
     print(f"machine: {platform.machine()}, numpy {np.__version__}; eps = 1, n = 1000, alpha = 0.05")
@@ -71,11 +63,11 @@ def main() -> None:
         repeats = REPEATS[a]
         exact, exact_seconds = (None, None)
         if a <= exact_up_to:
-            exact, exact_seconds = timed(lambda F=F: polyopt(F, 1.0, method="enumeration"), 1 if a > 9 else repeats)
+            exact_seconds, exact = timed(lambda F=F: polyopt(F, 1.0, method="enumeration"), 1 if a > 9 else repeats)
         floating, float_seconds = (None, None)
         if a <= FLOAT_UP_TO:
-            floating, float_seconds = timed(lambda F=F: polyopt(F, 1.0, method="enumeration", exact=False), repeats)
-        generated, cg_seconds = timed(lambda F=F: polyopt(F, 1.0, method="column-generation"), repeats)
+            float_seconds, floating = timed(lambda F=F: polyopt(F, 1.0, method="enumeration", exact=False), repeats)
+        cg_seconds, generated = timed(lambda F=F: polyopt(F, 1.0, method="column-generation"), repeats)
         cells = [
             f"({a1},{a2})", str(rows),
             str(exact.params["vertices"]) if exact else "not run",
