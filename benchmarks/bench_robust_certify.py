@@ -3,7 +3,7 @@
 For each case, a protocol designed for a Jeffreys-prior confidence set (n = 1000,
 alpha = 0.05) is certified with :func:`designer.robust.certify.certify_robust`
 (median of 5 runs). The baseline, measured in the same run, is the "sound mode" of
-the issue written as convex programs: for every (y, s1, s2) triple not settled by
+the sound mode written as convex programs: for every (y, s1, s2) triple not settled by
 Proposition 4, maximise ``Q_{y,s1} . R1`` over the Lemma 8 ball of s1 and minimise
 ``Q_{y,s2} . R2`` over the ball of s2 with CVXPY (Clarabel, second-order cones).
 The table also reports the largest difference between the two decoupled bounds.

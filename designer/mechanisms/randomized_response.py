@@ -96,6 +96,8 @@ class ChannelMechanism(Mechanism):
         (float mode) or construction fails with the first violated pair.
     name : str, optional
 
+    Notes
+    -----
     The unbiased estimator needs Q of rank k (the least-squares inverse).
     """
 
