@@ -4,13 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := libcdd-dev libgmp-dev
 
-.PHONY: run test bench notebooks docs system-deps clean
+.PHONY: run test bench notebooks docs system-deps browser-deps clean
 
 # Debian's libcdd/libgmp are needed to compile pycddlib 3.x; install them only when missing.
 system-deps:
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { \
 	  echo "installing $(APT_PACKAGES)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES); }
+
+# The JavaScript client's tests need Node and a real headless browser (Debian's chromium);
+# installed only when missing, and only for the tests (not for `make run`).
+browser-deps:
+	@command -v node >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing nodejs chromium"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs chromium; }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +32,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python system-deps
 run: $(VENV)/.installed
 	$(BIN)/ldp-designer demo
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed browser-deps
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed

@@ -143,7 +143,7 @@ def bench_strategy(m: int = 256) -> None:
     A = prefix_strategy(m)
     ours, strategy = timed(lambda: design_strategy(W, E, A))
     closed_form = 2 * m * (m - 1) / EPSILON**2
-    assert abs(strategy.error(1) / closed_form - 1) < 1e-6 and certify_strategy(strategy, E).certified
+    assert abs(strategy.laplace_error(1) / closed_form - 1) < 1e-6 and certify_strategy(strategy, E).certified
     B = reconstruction(A, W)
     solve, _ = timed(lambda: optimal_noise_scales(A, B, E))
     baseline, value = timed(lambda: all_pairs_solve(A, B, E), repeats=1)
@@ -151,7 +151,7 @@ def bench_strategy(m: int = 256) -> None:
     print(
         f"strategy design m={m} (all-range workload, A=L_m, E=eps|x-x'|): median {ours:.2f} s in total "
         f"(B = W A^-1 for {W.shape[0]} queries included), of which the noise-scale program {solve:.3f} s with "
-        f"{m - 1} non-redundant constraints (error {strategy.error(1):.6g} = closed form {closed_form:.6g}); "
+        f"{m - 1} non-redundant constraints (Laplace error {strategy.laplace_error(1):.6g} = closed form {closed_form:.6g}); "
         f"the same program over all {m * (m - 1) // 2} pairs: {baseline:.2f} s, ratio {baseline / solve:.0f}x"
     )
 

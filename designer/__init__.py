@@ -14,27 +14,48 @@ Public API (see README.md):
   :mod:`designer.robust` holds its protocols, PolyOpt and the robust certifier.
 """
 
-from designer.certify import Certificate, Violation, certify
-from designer.channel import Channel, parallel_composition, sequential_composition
-from designer.design import DesignResult, design_channel, design_expected_loss
-from designer.exact import ExactEpsilon
-from designer.matrix_mechanism import Strategy, certify_strategy, design_overcomplete, design_strategy
-from designer.estimation import maximum_likelihood, project_onto_simplex, unbiased_estimate
-from designer.mechanisms import (
-    BlockHadamardResponse,
-    ChannelMechanism,
-    GeneralizedRandomizedResponse,
-    HadamardResponse,
-    HighLowHadamardResponse,
-    binary_optimal,
-    binary_privacy,
-    mangat,
-    warner,
-)
-from designer.range_mechanism import L1RangeMechanism, RangeOracle
-from designer.robust.confidence import ConfidenceSet
-from designer.spec import PrivacyMatrix
+from __future__ import annotations
 
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
+#: Where each public name lives. ``import designer`` loads none of these modules:
+#: a name is imported on first access (PEP 562), so a command that needs only the
+#: certifier never pays for cvxpy, scipy.stats or python-flint.
+_PUBLIC = {
+    "BlockHadamardResponse": "designer.mechanisms",
+    "Certificate": "designer.certify",
+    "Channel": "designer.channel",
+    "ChannelMechanism": "designer.mechanisms",
+    "ConfidenceSet": "designer.robust.confidence",
+    "DesignResult": "designer.design",
+    "ExactEpsilon": "designer.exact",
+    "GeneralizedRandomizedResponse": "designer.mechanisms",
+    "HadamardResponse": "designer.mechanisms",
+    "HighLowHadamardResponse": "designer.mechanisms",
+    "L1RangeMechanism": "designer.range_mechanism",
+    "PrivacyMatrix": "designer.spec",
+    "RangeOracle": "designer.range_mechanism",
+    "Strategy": "designer.matrix_mechanism",
+    "Violation": "designer.certify",
+    "binary_optimal": "designer.mechanisms",
+    "binary_privacy": "designer.mechanisms",
+    "certify": "designer.certify",
+    "certify_strategy": "designer.matrix_mechanism",
+    "design_channel": "designer.design",
+    "design_expected_loss": "designer.design",
+    "design_overcomplete": "designer.matrix_mechanism",
+    "design_strategy": "designer.matrix_mechanism",
+    "mangat": "designer.mechanisms",
+    "maximum_likelihood": "designer.estimation",
+    "parallel_composition": "designer.channel",
+    "project_onto_simplex": "designer.estimation",
+    "sequential_composition": "designer.channel",
+    "unbiased_estimate": "designer.estimation",
+    "warner": "designer.mechanisms",
+}
 __all__ = [
     "BlockHadamardResponse",
     "Certificate",
@@ -67,3 +88,62 @@ __all__ = [
     "unbiased_estimate",
     "warner",
 ]
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from designer.certify import Certificate, Violation, certify
+    from designer.channel import Channel, parallel_composition, sequential_composition
+    from designer.design import DesignResult, design_channel, design_expected_loss
+    from designer.estimation import maximum_likelihood, project_onto_simplex, unbiased_estimate
+    from designer.exact import ExactEpsilon
+    from designer.matrix_mechanism import Strategy, certify_strategy, design_overcomplete, design_strategy
+    from designer.mechanisms import (
+        BlockHadamardResponse,
+        ChannelMechanism,
+        GeneralizedRandomizedResponse,
+        HadamardResponse,
+        HighLowHadamardResponse,
+        binary_optimal,
+        binary_privacy,
+        mangat,
+        warner,
+    )
+    from designer.range_mechanism import L1RangeMechanism, RangeOracle
+    from designer.robust.confidence import ConfidenceSet
+    from designer.spec import PrivacyMatrix
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name (or a submodule) on first access (PEP 562)."""
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # later accesses skip this hook
+        return value
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``designer.certify`` stays the function.
+
+    Importing the submodule ``designer.certify`` binds it as an attribute of the
+    package after it runs; the public name is the function :func:`certify`, as
+    with eager imports, so that binding is replaced by the function.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "certify" and isinstance(value, types.ModuleType):
+            value = value.certify
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -15,12 +15,18 @@ Two modes:
   ``exp(tolerance)`` on each likelihood ratio; pairs accepted only thanks to the
   tolerance are counted in ``n_within_tolerance``.
 * ``exact`` — entries are rationals as written, and every comparison
-  ``Q[x,y] <= exp(E[x,x']) Q[x',y]`` is decided exactly (rational arithmetic and
-  rigorous Arb bounds on ``exp``). "certified" is then a proof. Candidate
-  witnesses come from the float pass: for each pair, every output whose float
-  log-ratio is within :data:`EXACT_CANDIDATE_WINDOW` of the float maximum is
-  checked exactly (float logs of rationals are accurate to ~1e-13, far inside
-  the window), and all zero patterns are checked exactly.
+  ``Q[x,y] <= exp(E[x,x']) Q[x',y]`` is decided exactly. "certified" is then a
+  proof. A float filter with a proven error bound
+  (:mod:`designer.exact_filter`) decides most pairs at NumPy speed; the pairs
+  within that bound of their level, and the violated pairs (for their exact
+  witness), are finished in rational arithmetic and rigorous Arb balls in log
+  space (:meth:`designer.exact.ExactEpsilon.gap`). Zero patterns are exact. The
+  margin and each violation's ``excess`` carry the exact sign: a violation by
+  ``1e-17`` reports a negative margin, never ``0.0``.
+
+Float mode refuses a channel with a subnormal entry, or an exact entry that
+underflows to 0 as a float: their float ratios are quantised or lost, so the
+float tight E would be wrong (exact mode handles them).
 """
 
 from __future__ import annotations
@@ -28,20 +34,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from designer.channel import Channel
-from designer.exact import log_fraction
-from designer.matrix_mechanism import Strategy, StrategyCertificate, certify_strategy
+from designer.exact import ExactEpsilon, describe_fraction, log_fraction
+from designer.exact_filter import SUPPORT_BREAK, UNDECIDED, VIOLATED, exact_signs, find_candidates, rational_logs, screen_pairs
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
+if TYPE_CHECKING:
+    from designer.matrix_mechanism import Strategy, StrategyCertificate
+
 #: Absolute log-space tolerance of the float certifier.
 FLOAT_TOLERANCE = 1e-9
-#: Outputs within this log distance of the float maximum are re-checked exactly.
-EXACT_CANDIDATE_WINDOW = 1e-6
+#: Exact mode: a violation's excess is taken from floats when it exceeds the filter's
+#: error window this many times over (its sign and leading digits are then certain);
+#: closer ones are computed in Arb.
+FLOAT_GAP_TRUSTED = 1e6
 
 Verdict = Literal["certified", "violated"]
 
@@ -51,7 +62,10 @@ class Violation:
     """A pair ``(x, x')`` whose constraint fails, with the witness output ``y``.
 
     ``log_ratio = log(Q[x, y] / Q[x', y])`` (``inf`` if ``Q[x', y] = 0``) exceeds
-    ``allowed = E[x, x']``.
+    ``allowed = E[x, x']``. In exact mode ``exact_ratio`` is the ratio as a
+    rational, ``level`` the exact level, and ``excess = log_ratio - allowed`` is
+    computed from them with its sign exact (so it is positive even when the two
+    floats round to the same number).
     """
 
     x: int
@@ -60,6 +74,8 @@ class Violation:
     log_ratio: float
     allowed: float
     exact_ratio: Fraction | None = None
+    excess: float | None = None
+    level: ExactEpsilon | None = None
 
     def to_dict(self) -> dict:
         payload = {
@@ -69,8 +85,10 @@ class Violation:
             "log_ratio": _json_number(self.log_ratio),
             "allowed": _json_number(self.allowed),
         }
+        if self.excess is not None:
+            payload["excess"] = _json_number(self.excess)
         if self.exact_ratio is not None:
-            payload["ratio"] = str(self.exact_ratio)
+            payload["ratio"] = describe_fraction(self.exact_ratio)
         return payload
 
 
@@ -143,10 +161,13 @@ def certify(
     -------
     Certificate (a StrategyCertificate for a strategy)
     """
-    if isinstance(channel, Strategy):
-        if exact:
-            raise ValueError("exact mode certifies channels; a strategy is certified by Proposition 1 in floating point")
-        return certify_strategy(channel, epsilon, tolerance)
+    if not isinstance(channel, (Channel, np.ndarray)):  # perhaps a strategy: only then load its module
+        from designer.matrix_mechanism import Strategy, certify_strategy
+
+        if isinstance(channel, Strategy):
+            if exact:
+                raise ValueError("exact mode certifies channels; a strategy is certified by Proposition 1 in floating point")
+            return certify_strategy(channel, epsilon, tolerance)
     channel = channel if isinstance(channel, Channel) else Channel(channel)
     epsilon = epsilon if isinstance(epsilon, PrivacyMatrix) else PrivacyMatrix(epsilon)
     if channel.k != epsilon.k:
@@ -155,7 +176,35 @@ def certify(
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     if exact:
         return _certify_exact(channel, epsilon)
+    _check_float_entries(channel)
     return _certify_float(channel, epsilon, tolerance)
+
+
+def _check_float_entries(channel: Channel) -> None:
+    """Refuse float mode for entries whose float ratios are quantised or lost.
+
+    A subnormal entry carries fewer than 53 significant bits (``1.2e-323`` and
+    ``7.5e-324`` both round to 2 units of ``2^-1074``: their float ratio is 1, the
+    written one 1.6), and an exact entry that underflows to 0 turns a finite
+    ratio into none at all.
+    """
+    values = channel.matrix
+    subnormal = np.argwhere((values > 0) & (values < np.finfo(float).tiny))
+    if subnormal.size:
+        x, y = subnormal[0]
+        raise ValueError(
+            f"channel row {x}, column {y}: value {float(values[x, y])!r} is subnormal, so its float ratios "
+            "are quantised and float mode cannot certify it; use exact=True (--exact)"
+        )
+    if channel.is_exact:
+        zeros = np.argwhere(values == 0)
+        lost = np.flatnonzero(channel.exact_matrix[zeros[:, 0], zeros[:, 1]] != 0) if zeros.size else []
+        if len(lost):
+            x, y = zeros[lost[0]]
+            raise ValueError(
+                f"channel row {x}, column {y}: value {describe_fraction(channel.exact_matrix[x, y], 40)} "
+                "underflows to 0 as a float, so float mode cannot certify it; use exact=True (--exact)"
+            )
 
 
 def _tight(channel: Channel) -> tuple[np.ndarray, np.ndarray]:
@@ -178,7 +227,10 @@ def _certify_float(channel: Channel, epsilon: PrivacyMatrix, tolerance: float) -
     excess = tight > allowed + tolerance
     within = (tight > allowed) & ~excess
     violations = [
-        Violation(int(x), int(x_prime), int(witness[x, x_prime]), float(tight[x, x_prime]), float(allowed[x, x_prime]))
+        Violation(
+            int(x), int(x_prime), int(witness[x, x_prime]), float(tight[x, x_prime]), float(allowed[x, x_prime]),
+            excess=float(tight[x, x_prime] - allowed[x, x_prime]),
+        )
         for x, x_prime in np.argwhere(excess)
     ]
     return Certificate(
@@ -193,44 +245,62 @@ def _certify_float(channel: Channel, epsilon: PrivacyMatrix, tolerance: float) -
 
 
 def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
-    exact_q = channel.exact_matrix
-    logs = np.vectorize(log_fraction, otypes=[float])(exact_q)
-    logs[logs == -math.inf] = 0.0  # zero entries are handled by the exact support masks below
-    k = channel.k
-    positive = exact_q != 0
-    tight = np.zeros((k, k))
-    gaps = np.full((k, k), math.inf)
-    violations: list[Violation] = []
-    constraints = epsilon.exact_epsilon
-    for x in range(k):
-        for x_prime in range(k):
-            if x == x_prime:
-                continue
-            rule = constraints[x, x_prime]
-            support_break = positive[x] & ~positive[x_prime]
-            if support_break.any():
-                tight[x, x_prime] = math.inf
-                if not rule.infinite:
-                    gaps[x, x_prime] = -math.inf
-                    y = int(np.flatnonzero(support_break)[0])
-                    violations.append(Violation(x, x_prime, y, math.inf, float(rule)))
-                continue
-            both = positive[x] & positive[x_prime]
-            if not both.any():
-                continue
-            ratios = np.where(both, logs[x] - logs[x_prime], -math.inf)
-            candidates = np.flatnonzero(ratios >= ratios.max() - EXACT_CANDIDATE_WINDOW)
-            exact_ratios = [exact_q[x, y] / exact_q[x_prime, y] for y in candidates]
-            best = int(np.argmax(exact_ratios))
-            best_ratio, witness = exact_ratios[best], int(candidates[best])
-            tight[x, x_prime] = max(log_fraction(best_ratio), 0.0)
-            if rule.infinite:
-                continue
-            gaps[x, x_prime] = rule.gap(best_ratio)
-            if not rule.allows(best_ratio, Fraction(1)):
-                violations.append(Violation(x, x_prime, witness, log_fraction(best_ratio), float(rule), best_ratio))
-    finite = np.isfinite(epsilon.epsilon)
+    """Exact mode: the float filter decides most pairs, rationals and Arb the rest."""
+    logs = rational_logs(channel.exact_matrix)
+    allowed = epsilon.epsilon
+    screen = screen_pairs(logs, allowed)
+    status = screen.status
+    tight = np.maximum(screen.difference, 0.0)
+    np.fill_diagonal(tight, 0.0)
+    finite = np.isfinite(allowed)
     np.fill_diagonal(finite, False)
+    # filter-decided pairs: the float gap is within the window of the exact one, and
+    # the window is below |gap|, so its sign is exact
+    with np.errstate(invalid="ignore"):  # inf - inf on unconstrained pairs, masked out
+        gaps = np.where(finite, allowed - tight, np.inf)
+    gaps[status == SUPPORT_BREAK] = -np.inf
+    found: dict[tuple[int, int], Violation] = {}
+    levels = epsilon.exact_epsilon if np.any((status == UNDECIDED) | (status == VIOLATED) | (status == SUPPORT_BREAK)) else None
+    for x, x_prime in np.argwhere(status == SUPPORT_BREAK).tolist():
+        found[x, x_prime] = Violation(
+            x, x_prime, int(screen.witness[x, x_prime]), math.inf, float(allowed[x, x_prime]),
+            excess=math.inf, level=levels[x, x_prime],
+        )
+    rows, others = np.nonzero((status == UNDECIDED) | (status == VIOLATED))
+    if len(rows):
+        candidates = find_candidates(logs, screen, rows, others)
+        pair_levels = levels[rows, others].tolist()
+        signs = exact_signs(candidates, pair_levels)
+        if np.any(signs[status[rows, others] == VIOLATED] >= 0):
+            raise ArithmeticError("the float filter was contradicted by exact arithmetic")
+        tied = signs == 0
+        tight[rows[tied], others[tied]] = allowed[rows[tied], others[tied]]
+        gaps[rows[tied], others[tied]] = 0.0
+        exact_gaps: dict[tuple, float] = {}  # many pairs share a ratio and a level: integer keys hash fast
+        for pair in np.flatnonzero(signs < 0).tolist():
+            x, x_prime, level = int(rows[pair]), int(others[pair]), pair_levels[pair]
+            ratio, y = candidates.best(pair)
+            log_ratio = log_fraction(ratio)
+            gap = allowed[x, x_prime] - log_ratio
+            if gap > -FLOAT_GAP_TRUSTED * screen.window[x, x_prime]:  # too close for the float: Arb
+                number = level.exp_value if level.exp_value is not None else level.value
+                key = (level.exp_value is None, number.numerator, number.denominator, ratio.numerator, ratio.denominator)
+                gap = exact_gaps[key] if key in exact_gaps else exact_gaps.setdefault(key, level.gap(ratio))
+            tight[x, x_prime], gaps[x, x_prime] = log_ratio, gap
+            found[x, x_prime] = Violation(
+                x, x_prime, y, log_ratio, float(allowed[x, x_prime]), ratio, excess=-gap, level=level
+            )
+        # the margin needs the exact positive gaps only when nothing is tied or violated
+        exact_positive = not found and not tied.any() and not np.any(status == VIOLATED)
+        for pair in np.flatnonzero(signs > 0).tolist():
+            x, x_prime = int(rows[pair]), int(others[pair])
+            if not exact_positive:
+                gaps[x, x_prime] = math.inf  # above the (tied or negative) minimum
+                continue
+            best = candidates.best(pair)
+            ratio = best[0] if best is not None and best[0] > 1 else Fraction(1)
+            gaps[x, x_prime] = pair_levels[pair].gap(ratio)
+    violations = [found[pair] for pair in sorted(found)]
     return Certificate(
         verdict="violated" if violations else "certified",
         mode="exact",

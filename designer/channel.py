@@ -26,11 +26,15 @@ class Channel:
     Parameters
     ----------
     matrix : array_like, shape (k, m)
-        ``matrix[x, y] = P(Y = y | X = x)``. Numbers, or strings/Fractions read
-        exactly (``"1/3"``): exact entries are kept in :attr:`exact_matrix`.
+        ``matrix[x, y] = P(Y = y | X = x)``. A float array is used as is (no
+        parsing); numbers, or strings/Fractions read exactly (``"1/3"``), keep
+        their exact entries in :attr:`exact_matrix`.
     input_labels, output_labels : sequence of str, optional
     row_sum_atol : float
-        How far a row sum may be from 1.
+        How far a row sum may be from 1 (rows are summed in floats).
+    exact_matrix : array_like of Fraction, shape (k, m), optional
+        The exact entries when ``matrix`` holds their floats already (as
+        :func:`designer.io.read_channel` gives them): neither is parsed again.
 
     Raises
     ------
@@ -45,20 +49,24 @@ class Channel:
         input_labels: Sequence[str] | None = None,
         output_labels: Sequence[str] | None = None,
         row_sum_atol: float = ROW_SUM_ATOL,
+        exact_matrix=None,
     ):
-        raw = np.asarray(matrix, dtype=object if _has_exact_entries(matrix) else float)
+        if exact_matrix is not None:
+            raw = np.asarray(exact_matrix, dtype=object)
+        else:
+            raw = np.asarray(matrix, dtype=object if _has_exact_entries(matrix) else float)
         if raw.ndim != 2 or raw.shape[0] == 0 or raw.shape[1] == 0:
             raise ValueError(f"a channel must be a non-empty k x m matrix, got shape {raw.shape}")
         self._exact: np.ndarray | None = None
         if raw.dtype == object:
-            exact = np.empty(raw.shape, dtype=object)
-            for (x, y), entry in np.ndenumerate(raw):
-                try:
-                    exact[x, y] = parse_rational(entry)
-                except ValueError as error:
-                    raise ValueError(f"channel row {x}, column {y}: {error}") from None
+            exact = _exact_entries(raw)
             self._exact = exact
-            values = np.array([[float(v) for v in row] for row in exact])
+            if exact_matrix is not None:
+                values = np.array(matrix, dtype=float)
+                if values.shape != exact.shape:
+                    raise ValueError(f"the float matrix {values.shape} and the exact matrix {exact.shape} differ in shape")
+            else:
+                values = exact.astype(float)
         else:
             values = np.array(raw, dtype=float)
         bad = np.argwhere(~np.isfinite(values) | (values < 0))
@@ -202,6 +210,19 @@ def parallel_composition(first: Channel, second: Channel) -> Channel:
     inputs = [f"({a},{b})" for a in first.input_labels for b in second.input_labels]
     outputs = [f"({a},{b})" for a in first.output_labels for b in second.output_labels]
     return Channel(np.kron(first.matrix, second.matrix), inputs, outputs)
+
+
+def _exact_entries(raw: np.ndarray) -> np.ndarray:
+    """The entries as Fractions; Fractions are kept as they are (no parsing)."""
+    if all(type(entry) is Fraction for entry in raw.flat):
+        return raw.copy()
+    exact = np.empty(raw.shape, dtype=object)
+    for (x, y), entry in np.ndenumerate(raw):
+        try:
+            exact[x, y] = parse_rational(entry)
+        except ValueError as error:
+            raise ValueError(f"channel row {x}, column {y}: {error}") from None
+    return exact
 
 
 def _has_exact_entries(matrix) -> bool:

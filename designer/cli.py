@@ -19,6 +19,8 @@ from designer.commands import robust as robust_command
 from designer.commands import simulate as simulate_command
 from designer.commands import spec as spec_command
 from designer.commands import range as range_command
+from designer.commands import audit as audit_command
+from designer.commands import deploy as deploy_command
 
 app = typer.Typer(
     name="ldp-designer",
@@ -28,7 +30,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-COMMAND_MODULES = [certify_command, spec_command, design_command, demo_command, robust_command, simulate_command, range_command]
+COMMAND_MODULES = [certify_command, spec_command, design_command, demo_command, robust_command, simulate_command, range_command, deploy_command, audit_command]
 for module in COMMAND_MODULES:
     module.register(app)
 

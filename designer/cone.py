@@ -31,6 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
 from designer.exact import ExactEpsilon, exp_bounds
 from designer.spec import PrivacyMatrix
 from solvers.vertices import (
@@ -41,16 +42,6 @@ from solvers.vertices import (
     uniform_ratio_cone_size,
 )
 
-#: Default limit on the number of cone vertices: checked before anything is
-#: enumerated where the count is known in closed form (classic LDP at k = 20 has
-#: 1,048,574), and on the result of an enumeration otherwise.
-DEFAULT_MAX_VERTICES = 1_000_000
-#: Default wall-clock budget of one component's enumeration. Only the upper
-#: bound theorem is known before enumerating, and it is far too loose to refuse
-#: on (a 3x4 L1 grid: bound 1,316,016, 374 vertices in 0.02 s; high-low with
-#: k = 16: bound 2.5e7, 17 vertices), so a component that *may* be large is
-#: enumerated in a child process and stopped when this budget runs out.
-DEFAULT_MAX_SECONDS = 120.0
 #: Components whose upper bound is at most this are enumerated in-process
 #: (cdd needs well under a second there; a child process costs ~20 ms).
 IN_PROCESS_BOUND = 20_000

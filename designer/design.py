@@ -37,21 +37,23 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import flint
 import numpy as np
 
 from designer.certify import Certificate, certify
 from designer.channel import Channel
-from designer.cone import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, Cone
+from designer.cone import Cone
+from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
 from designer.io import json_writer, matrix_csv_writer, write_files
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_f_divergence, column_information
 from solvers.linear import solve_ratio_bounded_stochastic_lp, solve_vertex_lp
 from solvers.maxplus import min_plus_product, safe_log
 
-#: Utilities optimised over cone vertices.
-VERTEX_UTILITIES = ("mutual-information", *F_DIVERGENCES)
+if TYPE_CHECKING:  # python-flint is imported where an exact channel is solved
+    import flint
+
 #: Columns whose normalised entries agree to this many decimals are merged.
 MERGE_DECIMALS = 12
 #: Relative shrink of E in the interior-point expected-loss LP (see design_expected_loss).
@@ -439,6 +441,8 @@ def _exact_channel_matrix(k: int, picked: list) -> np.ndarray:
     in exact rationals (python-flint); the result must satisfy the constraints
     exactly and be non-negative, else ``ArithmeticError``.
     """
+    import flint
+
     columns: list[list[Fraction]] = []
     by_component: dict[int, list] = {}
     for symbols, index, found in picked:
@@ -469,6 +473,8 @@ def _dot(a: list[Fraction], b: list[Fraction]) -> Fraction:
 
 
 def _fmpq(value: Fraction) -> flint.fmpq:
+    import flint
+
     return flint.fmpq(value.numerator, value.denominator)
 
 

@@ -3,10 +3,10 @@
 Channel entries are read as exact rationals (``0.25``, ``1/3``, ``2.5e-3``), as
 written in the file.  Privacy levels ``epsilon`` are read as
 
-* a rational (``1``, ``0.5``): then ``exp(epsilon)`` is irrational (Lindemann)
-  for ``epsilon != 0`` and every comparison ``a <= exp(epsilon) * b`` with
-  rationals ``a, b`` is decided by rigorous interval bounds on ``exp(epsilon)``
-  (Arb ball arithmetic from python-flint), refined until the interval separates;
+* a rational (``1``, ``0.5``, ``1e300``): then ``exp(epsilon)`` is irrational
+  (Lindemann) for ``epsilon != 0`` and every comparison ``a <= exp(epsilon) * b``
+  with rationals ``a, b`` is decided in log space, ``log(a / b) <= epsilon``, by
+  rigorous Arb balls (python-flint) refined until they separate;
 * ``log(r)`` / ``ln(r)`` for a rational ``r >= 1``: then ``exp(epsilon) = r``
   exactly and the comparison is exact rational arithmetic;
 * ``inf``: no constraint.
@@ -18,21 +18,58 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import flint
+import numpy as np
+
+if TYPE_CHECKING:  # python-flint is imported where exact mode needs it (fast start)
+    import flint
 
 _LOG_PATTERN = re.compile(r"^\s*(?:log|ln)\s*\(\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
 INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
 _MAX_PRECISION = 1 << 16
+#: Bits of the Arb balls behind float logs (their radii are then negligible).
+_LOG_BITS = 128
+_SMALLEST_FLOAT = 5e-324
+#: Most digits :func:`separating_decimals` prints before switching to ``level + difference``.
+SEPARATING_DIGITS = 40
+_LOG10_2 = math.log10(2)
+
+
+#: A decimal number as written in a file: sign, digits with an optional point, optional
+#: exponent (ASCII digits only; no underscores, no ``inf``/``nan``).
+DECIMAL_PATTERN = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?", re.ASCII)
+#: Largest number of significant digits (mantissa) or decimal exponent read exactly.
+#: ``1e-30000`` and ratios of integers with tens of thousands of digits are fine; the
+#: bound keeps a malicious ``1e-999999999`` from allocating gigabytes.
+MAX_EXACT_DIGITS = 200_000
+#: Digit strings are converted to ``int`` in pieces this long: below the smallest limit
+#: Python allows for ``int(str)`` (640 digits, ``sys.set_int_max_str_digits``), so reading
+#: never depends on, nor changes, the interpreter-wide limit.
+_INT_CHUNK_DIGITS = 600
 
 
 def parse_rational(text: str | int | float | Fraction) -> Fraction:
     """Read a number exactly: decimals, scientific notation and ``p/q``.
 
-    Floats are converted exactly (their binary value). Raises ``ValueError``
-    for anything else, including ``nan`` and infinities.
+    Grammar (ASCII): ``[+-]digits[.digits][e[+-]digits]``, or two such numbers
+    separated by one ``/`` (``1/3``, ``2.5e-3/7``); a nested fraction such as
+    ``1/2/4`` is an error, not ``1/(2/4)``. Numbers of any length up to
+    :data:`MAX_EXACT_DIGITS` digits (and exponents up to that size) are read
+    without Python's 4,300-digit ``int``/``str`` limit. Floats are converted
+    exactly (their binary value).
+
+    Raises
+    ------
+    ValueError
+        Anything else: ``nan``, infinities, a zero denominator, a malformed or
+        nested fraction, a number beyond :data:`MAX_EXACT_DIGITS`.
     """
     if isinstance(text, Fraction):
         return text
@@ -41,13 +78,125 @@ def parse_rational(text: str | int | float | Fraction) -> Fraction:
             raise ValueError(f"not a finite number: {text!r}")
         return Fraction(text)
     token = str(text).strip()
-    try:
-        if "/" in token:
-            numerator, denominator = token.split("/", 1)
-            return Fraction(Fraction(numerator.strip()), Fraction(denominator.strip()))
-        return Fraction(token)
-    except (ValueError, ZeroDivisionError):
-        raise ValueError(f"not an exact number: {token!r}") from None
+    if "/" not in token:
+        return _parse_decimal(token, token)
+    parts = token.split("/")
+    if len(parts) > 2:
+        raise ValueError(f"not an exact number: {quoted_token(token)} (a fraction has one '/': write p/q)")
+    values = [_parse_decimal(part.strip(), token) for part in parts]
+    if len(values) == 1:
+        return values[0]
+    if values[1] == 0:
+        raise ValueError(f"not an exact number: {quoted_token(token)} (zero denominator)")
+    return values[0] / values[1]
+
+
+def is_zero_literal(text: str) -> bool:
+    """Whether a number matching :data:`DECIMAL_PATTERN` is written as zero (``0``, ``-0.0e5``)."""
+    match = DECIMAL_PATTERN.fullmatch(text.strip())
+    return bool(match) and not ((match.group(2) or "") + (match.group(3) or "")).strip("0")
+
+
+def _parse_decimal(token: str, whole: str) -> Fraction:
+    match = DECIMAL_PATTERN.fullmatch(token)
+    if match is None:
+        raise ValueError(f"not an exact number: {quoted_token(whole)}")
+    sign, integer, fraction, exponent = match.groups()
+    if not (integer or fraction):
+        raise ValueError(f"not an exact number: {quoted_token(whole)}")
+    digits = (integer + fraction if fraction else integer).lstrip("0") or "0"
+    power = -len(fraction) if fraction else 0
+    if exponent:
+        if len(exponent.lstrip("+-").lstrip("0")) > len(str(MAX_EXACT_DIGITS)):
+            raise ValueError(f"not an exact number: {quoted_token(whole)} (exponent beyond {MAX_EXACT_DIGITS:,})")
+        power += int(exponent)
+    if len(digits) > MAX_EXACT_DIGITS or abs(power) > 2 * MAX_EXACT_DIGITS:
+        raise ValueError(
+            f"not an exact number: {quoted_token(whole)} (more than {MAX_EXACT_DIGITS:,} digits, or an exponent beyond that)"
+        )
+    mantissa = int(digits) if len(digits) <= _INT_CHUNK_DIGITS else _digits_to_int(digits)
+    if sign == "-":
+        mantissa = -mantissa
+    if power >= 0:
+        return _coprime_fraction(mantissa * 10**power, 1)
+    denominator = _POWERS_OF_TEN[-power] if -power < len(_POWERS_OF_TEN) else 10**-power
+    common = math.gcd(mantissa, denominator)
+    return _coprime_fraction(mantissa // common, denominator // common)
+
+
+#: An unsigned decimal without exponent (``0.25``, ``3``, ``.5``): most cells of a channel file.
+_PLAIN_DECIMAL = re.compile(r"(\d*)(?:\.(\d*))?", re.ASCII)
+
+
+def parse_plain_decimals(tokens: list[str]) -> tuple[list[Fraction | None], list[float | None]]:
+    """Exact and float values of many stripped tokens at once; None where a token is not plain.
+
+    The fast path of :func:`parse_rational` for a whole file: an unsigned
+    decimal without exponent and with at most 63 decimals is read here (about
+    three times faster than one call per cell); any other token gives None and
+    is left to :func:`parse_rational` (which also words the error). The float is
+    correctly rounded value (``int / int`` true division).
+    """
+    exact: list[Fraction | None] = []
+    floats: list[float | None] = []
+    match, powers, gcd, make = _PLAIN_DECIMAL.fullmatch, _POWERS_OF_TEN, math.gcd, _coprime_fraction
+    for token in tokens:
+        found = match(token)
+        if found is None or len(token) > _INT_CHUNK_DIGITS:
+            exact.append(None)
+            floats.append(None)
+            continue
+        integer, fraction = found.groups()
+        if fraction is None:
+            fraction = ""
+        if not (integer or fraction) or len(fraction) >= len(powers):
+            exact.append(None)
+            floats.append(None)
+            continue
+        numerator, denominator = int(integer + fraction or "0"), powers[len(fraction)]
+        floats.append(numerator / denominator)
+        common = gcd(numerator, denominator)
+        exact.append(make(numerator // common, denominator // common))
+    return exact, floats
+
+
+#: 10**0 .. 10**63, the denominators of ordinary decimals.
+_POWERS_OF_TEN = [10**n for n in range(64)]
+
+
+def _coprime_fraction(numerator: int, denominator: int) -> Fraction:
+    """``Fraction(numerator, denominator)`` for coprime ints, denominator > 0, without normalising again.
+
+    Reading a million channel entries exactly is dominated by ``Fraction``'s
+    normalisation; the decimal reader already divided out the gcd. Python 3.12+
+    has ``Fraction._from_coprime_ints`` for this; on 3.11 the two slots are set
+    the same way (checked once at import against the public constructor).
+    """
+    fraction = object.__new__(Fraction)
+    fraction._numerator = numerator
+    fraction._denominator = denominator
+    return fraction
+
+
+if hasattr(Fraction, "_from_coprime_ints"):
+    _coprime_fraction = Fraction._from_coprime_ints  # noqa: F811 (the interpreter's own)
+elif _coprime_fraction(-3, 4) != Fraction(-3, 4) or hash(_coprime_fraction(1, 2)) != hash(Fraction(1, 2)):
+    _coprime_fraction = Fraction  # noqa: F811 (slots differ: fall back to the public constructor)
+
+
+def _digits_to_int(digits: str) -> int:
+    """``int(digits)`` for any length, converting pieces of at most :data:`_INT_CHUNK_DIGITS`."""
+    if len(digits) <= _INT_CHUNK_DIGITS:
+        return int(digits)
+    low = len(digits) // 2
+    return _digits_to_int(digits[:-low]) * 10**low + _digits_to_int(digits[-low:])
+
+
+def quoted_token(token: str, limit: int = 40) -> str:
+    """``repr`` of a token, shortened when long (an error message stays one readable line)."""
+    if len(token) <= limit:
+        return repr(token)
+    return f"{token[: limit // 2]!r}...({len(token):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -67,8 +216,8 @@ class ExactEpsilon:
         """Read ``inf``, ``log(r)``/``ln(r)`` or a rational; reject negatives and NaN."""
         if isinstance(text, ExactEpsilon):
             return text
-        if isinstance(text, float) and math.isinf(text) and text > 0:
-            return cls(infinite=True)
+        if type(text) is float and text >= 0:  # fast path: PrivacyMatrix.exact_epsilon of a float matrix
+            return cls(infinite=True) if text == math.inf else cls(value=Fraction(text))
         token = str(text).strip()
         if token.lower() in INFINITY_WORDS:
             return cls(infinite=True)
@@ -84,18 +233,30 @@ class ExactEpsilon:
         return cls(value=value)
 
     def __float__(self) -> float:
+        """The level as a float, faithfully rounded (within one unit in the last place).
+
+        A rational is correctly rounded (``float(Fraction)``, an exact integer
+        division); ``log(r)`` is rounded from a 128-bit Arb ball, not from the
+        platform's ``log``. The exact certifier's float filter relies on this: it
+        encloses the level by widening its float by two units in the last place.
+        A rational level beyond the float range becomes ``inf``: no log-ratio of
+        numbers that fit in memory comes near it, so it constrains nothing.
+        """
         if self.infinite:
             return math.inf
         if self.exp_value is not None:
-            return math.log(self.exp_value.numerator) - math.log(self.exp_value.denominator)
-        return float(self.value)
+            return _faithful_log(self.exp_value)
+        try:
+            return float(self.value)
+        except OverflowError:
+            return math.inf
 
     def __str__(self) -> str:
         if self.infinite:
             return "inf"
         if self.exp_value is not None:
-            return f"log({self.exp_value})"
-        return str(self.value)
+            return f"log({describe_fraction(self.exp_value)})"
+        return describe_fraction(self.value)
 
     def allows(self, numerator: Fraction, denominator: Fraction) -> bool:
         """Decide ``numerator <= exp(self) * denominator`` exactly (both >= 0)."""
@@ -103,67 +264,190 @@ class ExactEpsilon:
             return True
         if denominator == 0:
             return False
-        ratio = numerator / denominator
-        if self.exp_value is not None:
-            return ratio <= self.exp_value
-        if self.value == 0:
-            return ratio <= 1
-        return _ratio_below_exp(ratio, self.value)
-
+        return self.gap(numerator / denominator) >= 0
 
     def gap(self, ratio: Fraction) -> float:
-        """``self - log(ratio)`` as a float; exactly 0 when ``exp(self) == ratio``."""
-        if self.infinite:
+        """``self - log(ratio)`` for a rational ``ratio >= 0``, with its sign decided exactly.
+
+        The sign is exact: ``0.0`` iff ``exp(self) == ratio`` (a ``log(r)`` level
+        with ``r == ratio``, or level 0 with ratio 1; ``exp`` of any other rational
+        is irrational by Lindemann's theorem, so the Arb ball is refined until it
+        excludes 0). The magnitude is correctly rounded to about 64 bits and then to
+        a float; a non-zero gap below the float range is returned as the smallest
+        float of its sign (``±5e-324``), never as ``0.0``. In log space, so a level
+        such as ``1e300`` (whose ``exp`` no float or Arb ball can hold) is fine.
+        """
+        if self.infinite or ratio == 0:
             return math.inf
-        if ratio == 0:
-            return math.inf
+        ball = self.gap_ball(ratio)
+        if ball is None:
+            return 0.0
+        result = float(ball.mid())
+        return result if result != 0 else math.copysign(_SMALLEST_FLOAT, float(ball.mid().sgn()))
+
+    def gap_ball(self, ratio: Fraction) -> "flint.arb | None":
+        """``self - log(ratio)`` (finite level, rational ``ratio > 0``) as an Arb ball excluding 0.
+
+        ``None`` when the gap is exactly 0. The precision doubles from 128 bits
+        until the ball excludes 0 and its radius is below ``2**-64`` of its
+        midpoint, up to a limit proportional to the sizes of the rationals (a
+        gap between rationals of ``b`` bits is at least about ``2**-b``).
+        """
         if self.exp_value is not None:
-            return log_fraction(self.exp_value / ratio)
-        saved = flint.ctx.prec
-        try:  # 256 bits: no cancellation when the gap is tiny
-            flint.ctx.prec = 256
-            difference = _arb(self.value) - _arb(ratio).log()
-            return float(difference.mid())
-        finally:
-            flint.ctx.prec = saved
+            if ratio == self.exp_value:
+                return None
+            quotient = self.exp_value / ratio
+            return _nonzero_ball(lambda: _arb(quotient).log(), _bits(quotient))
+        if self.value == 0 and ratio == 1:
+            return None
+        return _nonzero_ball(lambda: _arb(self.value) - _arb(ratio).log(), _bits(self.value) + _bits(ratio))
+
+    def log_ball(self) -> "flint.arb":
+        """An Arb ball containing the level (finite levels), at the current precision."""
+        if self.exp_value is not None:
+            return _arb(self.exp_value).log()
+        return _arb(self.value)
+
+
+@contextmanager
+def arb_precision(bits: int):
+    """Run a block with python-flint's working precision set to ``bits`` (restored after)."""
+    import flint
+
+    saved = flint.ctx.prec
+    flint.ctx.prec = bits
+    try:
+        yield flint
+    finally:
+        flint.ctx.prec = saved
 
 
 def _arb(value: Fraction) -> "flint.arb":
+    import flint
+
     return flint.arb(flint.fmpq(value.numerator, value.denominator))
+
+
+def _bits(value: Fraction) -> int:
+    return abs(value.numerator).bit_length() + value.denominator.bit_length()
+
+
+def _nonzero_ball(ball: Callable[[], "flint.arb"], operand_bits: int) -> "flint.arb":
+    """The ball ``ball()`` of a non-zero real, refined until it excludes 0 with 64 correct bits."""
+    limit = max(_MAX_PRECISION, 4 * operand_bits + 1024)
+    precision = 128
+    while True:
+        with arb_precision(precision):
+            value = ball()
+            if (value > 0 or value < 0) and value.rad() <= abs(value.mid()) * 2.0**-64:
+                return value
+        if precision >= limit:
+            raise ArithmeticError(f"could not separate a non-zero gap from 0 at {limit} bits")
+        precision = min(2 * precision, limit)
+
+
+@lru_cache(maxsize=4096)
+def _faithful_log(value: Fraction) -> float:
+    """``log(value)`` of a rational ``value > 0``, rounded from a 128-bit Arb ball (faithful)."""
+    with arb_precision(_LOG_BITS):
+        return float(_arb(value).log().mid())
+
+
+def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
+    """Float logs of positive integers with a rigorous error bound.
+
+    Each log is an Arb ball at 128 bits (python-flint) rounded to a float, so
+    its error is at most one unit in the last place of the ball's midpoint plus
+    the ball's radius. The radii are bounded all at once by the radius of the
+    ball sum (a sum of balls contains every sum of their points, so its radius
+    is at least the sum of theirs).
+
+    Parameters
+    ----------
+    integers : sequence of int
+        Positive integers of any size.
+
+    Returns
+    -------
+    logs : ndarray of float
+    radius : float
+        For every i, ``|logs[i] - log(integers[i])| <= 2**-51 * |logs[i]| + radius``.
+    """
+    import flint
+
+    if not integers:
+        return np.zeros(0), 0.0
+    with arb_precision(_LOG_BITS):
+        arb = flint.arb
+        balls = [arb(value).log() for value in integers]
+        total = flint.arb_poly(balls)(1)
+        radius = float(total.rad())
+        logs = np.array([float(ball) for ball in balls])
+    # float(rad) may round down by one unit: step up twice to stay an upper bound
+    return logs, float(np.nextafter(np.nextafter(radius, math.inf), math.inf))
+
+
+def describe_fraction(value: Fraction, max_digits: int | None = None) -> str:
+    """A rational as ``p/q`` (or ``p``), or ``~d.ddddde±N`` when it is too long to print.
+
+    Parameters
+    ----------
+    value : Fraction
+    max_digits : int, optional
+        Longest numerator or denominator printed in full (default: Python's
+        integer-to-string limit, ``sys.get_int_max_str_digits()``, 4,300 unless
+        changed; unlimited when that limit is 0). Longer rationals (``1e-30000``)
+        are shown as a 17-digit scientific approximation prefixed with ``~``.
+    """
+    limit = sys.get_int_max_str_digits() if max_digits is None else max_digits
+    longest = max(abs(value.numerator).bit_length(), value.denominator.bit_length())
+    if not limit or longest * _LOG10_2 + 1 < limit:
+        return str(value)
+    with arb_precision(_LOG_BITS):
+        return "~" + _arb(value).str(17, radius=False, more=True)
+
+
+def separating_decimals(ratio: Fraction, level: ExactEpsilon) -> tuple[str, str]:
+    """``log(ratio)`` and a finite ``level`` in decimal, printed so that they compare like the exact values.
+
+    Used to print a violation whose log-ratio exceeds the level by less than a
+    float can show. Both get the digits needed to differ (7 at least); when that
+    would be more than :data:`SEPARATING_DIGITS`, the log-ratio is printed as the
+    level plus (or minus) the difference, e.g. ``1.098612288668110 + 1.5e-30000``.
+    Equal values print identically.
+    """
+    gap = level.gap_ball(ratio)
+    digits = 7
+    if gap is not None:
+        with arb_precision(128):
+            size = float(abs(level.log_ball()).log() - abs(gap).log()) / math.log(10)
+        digits = max(digits, math.ceil(size) + 3)
+    if digits > SEPARATING_DIGITS:
+        with arb_precision(128):
+            shown = level.log_ball().str(17, radius=False, more=True)
+        sign = "-" if gap > 0 else "+"
+        return f"{shown} {sign} {abs(gap).str(2, radius=False, more=True)}", shown
+    while True:
+        with arb_precision(int(digits * 3.33) + 128):
+            left = _arb(ratio).log().str(digits, radius=False, more=True)
+            right = level.log_ball().str(digits, radius=False, more=True)
+        order = (Fraction(left) > Fraction(right)) - (Fraction(left) < Fraction(right))
+        if gap is None or order == (-1 if gap > 0 else 1) or digits > SEPARATING_DIGITS:
+            return left, right
+        digits += 2
+
+
+def exp_bounds(value: Fraction, precision: int) -> tuple[Fraction, Fraction]:
+    """Rational ``lo <= exp(value) <= hi`` from an Arb ball at ``precision`` bits."""
+    with arb_precision(precision):
+        ball = _arb(value).exp()
+        return _arb_to_fraction(ball.lower()), _arb_to_fraction(ball.upper())
 
 
 def _arb_to_fraction(ball_endpoint: "flint.arb") -> Fraction:
     mantissa, exponent = ball_endpoint.man_exp()
     mantissa, exponent = int(mantissa), int(exponent)
     return Fraction(mantissa * 2**exponent) if exponent >= 0 else Fraction(mantissa, 2 ** (-exponent))
-
-
-def exp_bounds(value: Fraction, precision: int) -> tuple[Fraction, Fraction]:
-    """Rational ``lo <= exp(value) <= hi`` from an Arb ball at ``precision`` bits."""
-    saved = flint.ctx.prec
-    try:
-        flint.ctx.prec = precision
-        ball = _arb(value).exp()
-        return _arb_to_fraction(ball.lower()), _arb_to_fraction(ball.upper())
-    finally:
-        flint.ctx.prec = saved
-
-
-def _ratio_below_exp(ratio: Fraction, value: Fraction) -> bool:
-    """Decide ``ratio <= exp(value)`` for a rational ``value != 0``.
-
-    ``exp`` of a non-zero rational is irrational, so equality never holds and
-    doubling the precision terminates.
-    """
-    precision = 64
-    while precision <= _MAX_PRECISION:
-        low, high = exp_bounds(value, precision)
-        if ratio <= low:
-            return True
-        if ratio > high:
-            return False
-        precision *= 2
-    raise ArithmeticError(f"could not separate {ratio} from exp({value}) at {_MAX_PRECISION} bits")
 
 
 def log_fraction(value: Fraction) -> float:

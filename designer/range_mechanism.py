@@ -1,12 +1,19 @@
 """The L1 range mechanism for ``[m_1] x ... x [m_D]`` (metric-ldp-range-counting.md, Section IV).
 
-Privacy guarantee (Proposition 3): :meth:`L1RangeMechanism.encode` is
-``E_{L1}``-LDP with ``E(x, x') = epsilon * ||x - x'||_1``. Each coordinate
-``x[d]`` becomes the +-1 vector ``b_d`` (``-1`` before position ``x[d]``, ``+1``
-from it on); moving ``x[d]`` by one changes exactly one entry of ``b_d``, and
-each entry is flipped independently with probability ``1 / (e^epsilon + 1)``
-(randomised response on one bit, log-ratio ``epsilon``), so the likelihood ratio
-of any report is at most ``exp(epsilon * ||x - x'||_1)``.
+Privacy guarantee (Proposition 3, for the flips actually drawn):
+:meth:`L1RangeMechanism.encode` is ``E_{L1}``-LDP with
+``E(x, x') = epsilon * ||x - x'||_1``. Each coordinate ``x[d]`` becomes the +-1
+vector ``b_d`` (``-1`` before position ``x[d]``, ``+1`` from it on); moving
+``x[d]`` by one changes exactly one entry of ``b_d``. Each entry is flipped
+independently when a uniform 32-bit integer is below the threshold
+``T = ceil(2^32 / (e^epsilon + 1))`` (:func:`designer.noise.flip_threshold`,
+decided in exact arithmetic), so the realised flip probability is exactly the
+rational ``p = T / 2^32 >= 1 / (e^epsilon + 1)`` and one flip has log-ratio
+``epsilon' = ln((2^32 - T) / T) <= epsilon`` (:attr:`L1RangeMechanism.privacy_level`;
+``epsilon - epsilon' < 2^-32 / (p (1 - p))``). The likelihood ratio of any report
+is therefore at most ``exp(epsilon' * ||x - x'||_1)``. No floating-point number
+enters a flip decision. The estimators use ``alpha = 1 - 2p`` of the realised p,
+so they stay exactly unbiased.
 :meth:`L1RangeMechanism.channel` builds the full channel on small domains so
 the project certifier can check this claim.
 
@@ -19,8 +26,8 @@ of the 1-dimensional inverses; we apply these factors axis by axis
 (:func:`solvers.kronecker.mode_product`) and never build the
 ``m^D x m^D`` matrix.
 
-Notation: ``alpha = (e^epsilon - 1) / (e^epsilon + 1)``, so that
-``E[r_d[k]] = alpha * b_d[k]``.
+Notation: ``alpha = 1 - 2p`` (``(e^epsilon - 1) / (e^epsilon + 1)`` in the
+paper, up to the threshold rounding of p), so that ``E[r_d[k]] = alpha * b_d[k]``.
 """
 
 from __future__ import annotations
@@ -29,16 +36,20 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
 
 from designer.channel import Channel
+from designer.noise import flip_threshold, random_words
 from designer.spec import PrivacyMatrix
 from solvers.kronecker import contract_separable, khatri_rao_gram, mode_product
 
 #: Users encoded per block (bounds the temporary random numbers to ~64 MiB for m = 64).
 ENCODE_BLOCK_USERS = 2**18
+#: Bits of the uniform integers compared with the flip threshold.
+FLIP_BITS = 32
 #: Largest output alphabet :meth:`L1RangeMechanism.channel` will enumerate.
 MAX_CHANNEL_OUTPUTS = 2**16
 
@@ -109,6 +120,8 @@ class L1RangeMechanism:
             raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
         self.shape: tuple[int, ...] = shape
         self.epsilon = float(epsilon)
+        #: Flip when a uniform integer in ``[0, 2^32)`` is below this (:func:`designer.noise.flip_threshold`).
+        self.threshold = flip_threshold(self.epsilon, FLIP_BITS)
 
     @property
     def dimensions(self) -> int:
@@ -116,14 +129,24 @@ class L1RangeMechanism:
         return len(self.shape)
 
     @property
+    def flip_fraction(self) -> Fraction:
+        """The realised flip probability ``p = T / 2^32`` exactly (``>= 1 / (e^epsilon + 1)``)."""
+        return Fraction(self.threshold, 2**FLIP_BITS)
+
+    @property
     def flip_probability(self) -> float:
-        """Probability ``1 / (e^epsilon + 1)`` of flipping each entry of ``b_d``."""
-        return 1.0 / (math.exp(self.epsilon) + 1.0)
+        """``p = T / 2^32`` as a double (exact: T has at most 32 bits)."""
+        return float(self.flip_fraction)
+
+    @property
+    def privacy_level(self) -> float:
+        """``epsilon' = ln((2^32 - T) / T) <= epsilon``: the log-ratio of one realised flip (Proposition 3)."""
+        return math.log((2**FLIP_BITS - self.threshold) / self.threshold)
 
     @property
     def alpha(self) -> float:
-        """``(e^epsilon - 1) / (e^epsilon + 1)``: ``E[r_d[k]] = alpha * b_d[k]``."""
-        return math.tanh(self.epsilon / 2.0)
+        """``1 - 2p`` for the realised p (exact as a double): ``E[r_d[k]] = alpha * b_d[k]``."""
+        return float(1 - 2 * self.flip_fraction)
 
     def privacy_matrix(self) -> PrivacyMatrix:
         """The guarantee of Proposition 3 as an E matrix (cells in C order); small domains only."""
@@ -144,46 +167,38 @@ class L1RangeMechanism:
                 raise ValueError(f"value {bad[0]}: coordinate {d} is {values[bad[0], d]}, outside 0..{m - 1}")
         return values
 
-    def encode(self, values, rng: np.random.Generator) -> list[np.ndarray]:
+    def encode(self, values, rng: np.random.Generator | None = None) -> list[np.ndarray]:
         """Each user's report ``R = [r_1, ..., r_D]`` (Section IV-A).
+
+        Privacy guarantee: E_{L1}-LDP with ``E = epsilon' ||x - x'||_1``,
+        ``epsilon' = ln((2^32 - T) / T) <= epsilon`` (Proposition 3; module docstring).
 
         Parameters
         ----------
         values : int array, shape (n, D)
             0-based coordinates of each user's value.
-        rng : numpy Generator
+        rng : numpy Generator or None
+            None (default): the operating system's cryptographic generator
+            (``secrets``). Pass a seeded Generator only for reproducible simulation.
 
         Returns
         -------
         list of D int8 arrays, array d of shape (n, m_d)
-            ``r_d = b_d`` with each entry flipped with probability
-            ``1 / (e^epsilon + 1)`` (E_{L1}-LDP by Proposition 3).
-
-        Notes
-        -----
-        Flips compare float32 uniforms (a grid of step 2^-24) with the flip
-        probability rounded up to that grid, so the realised flip probability is
-        at least ``1 / (e^epsilon + 1)`` and less than 2^-23 above it: the
-        guarantee holds as stated, and the estimates are scaled by
-        ``(alpha' / alpha)^D``, a relative bias below ``D * 2^-22 / alpha``
-        (2e-6 for D = 3, epsilon = 1).
+            ``r_d = b_d`` with each entry flipped when a uniform 32-bit integer is
+            below :attr:`threshold`: probability exactly ``T / 2^32``.
         """
         values = self._check_values(values)
         n = values.shape[0]
-        flip = np.float32(self.flip_probability)
-        if flip < self.flip_probability:  # round up: flipping a little more only strengthens privacy
-            flip = np.nextafter(flip, np.float32(1))
+        threshold = np.uint32(self.threshold)
         reports = []
         for d, m in enumerate(self.shape):
             report = np.empty((n, m), dtype=np.int8)
             positions = np.arange(m)
-            uniform = np.empty((min(n, ENCODE_BLOCK_USERS), m), dtype=np.float32)
             for start in range(0, n, ENCODE_BLOCK_USERS):
                 stop = min(start + ENCODE_BLOCK_USERS, n)
                 bits = positions[None, :] >= values[start:stop, d, None]  # b_d = +1 where True
-                draws = uniform[: stop - start]
-                rng.random(out=draws, dtype=np.float32)
-                bits ^= draws < flip  # random flipping
+                draws = random_words((stop - start) * m, rng, bits=FLIP_BITS).reshape(stop - start, m)
+                bits ^= draws < threshold  # random flipping, P = T / 2^32 exactly
                 signs = bits.view(np.int8)  # 0/1 -> -1/+1 in place
                 signs *= 2
                 signs -= 1
@@ -223,7 +238,7 @@ class L1RangeMechanism:
             raise ValueError(f"observations must have shape {self.shape}, got {observations.shape}")
         return RangeOracle(self, observations, n)
 
-    def collect(self, values, rng: np.random.Generator, weights: np.ndarray | None = None) -> "RangeOracle":
+    def collect(self, values, rng: np.random.Generator | None = None, weights: np.ndarray | None = None) -> "RangeOracle":
         """Encode ``values`` and build the oracle (simulation of one collection round)."""
         values = self._check_values(values)
         reports = self.encode(values, rng)

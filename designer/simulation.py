@@ -15,6 +15,7 @@ histogram reaches the server-side estimator.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,82 @@ from solvers.hadamard import project_onto_simplex
 
 #: Users per streamed chunk.
 SIMULATION_CHUNK = 1 << 21
+#: Memory model of :func:`simulate`, an upper bound measured with ``tracemalloc`` for every
+#: mechanism (peak 36-76 bytes per symbol plus output, at most 100 MiB for the chunk
+#: temporaries, about 400 bytes per Hadamard block including its symbols).
+BYTES_PER_SYMBOL_OR_OUTPUT = 80
+BYTES_PER_BLOCK = 512
+CHUNK_BYTES = 128 << 20
+#: Default limit on the projected running time of a simulation (``--max-seconds``).
+DEFAULT_MAX_SIMULATION_SECONDS = 3600.0
+
+
+class SimulationTooLong(ValueError):
+    """The projected running time of :func:`simulate` exceeds its ``max_seconds``."""
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (``MemAvailable`` on Linux), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def format_bytes(size: float) -> str:
+    """``1.5 GB``-style size (powers of 1024, as ``free -h`` prints)."""
+    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
+        if size < 1024 or unit == "PB":
+            return f"{size:.3g} {unit}" if unit != "bytes" else f"{int(size)} bytes"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.2 h`` or ``4.1 days``."""
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} days"
+
+
+def check_memory(needed: int, what: str, available: int | None = None) -> None:
+    """Refuse (``ValueError``, one line) a run whose estimated peak memory exceeds what is available.
+
+    Parameters
+    ----------
+    needed
+        Estimated peak bytes.
+    what
+        What needs them, for the message (e.g. ``"--k 1000000000 (1,073,741,824 outputs)"``).
+    available
+        Bytes available; default :func:`available_memory` (no check if unknown).
+    """
+    available = available_memory() if available is None else available
+    if available is not None and needed > available:
+        raise ValueError(
+            f"{what} needs about {format_bytes(needed)} of memory, more than the "
+            f"{format_bytes(available)} available; use a smaller size"
+        )
+
+
+def simulation_memory(k: int, n_outputs: int, blocks: int = 1) -> int:
+    """Estimated peak bytes of :func:`simulate` for ``k`` symbols, ``n_outputs`` outputs and ``blocks`` blocks.
+
+    Independent of the number of users (they are streamed in chunks of
+    :data:`SIMULATION_CHUNK`); see :data:`BYTES_PER_SYMBOL_OR_OUTPUT`.
+    """
+    return CHUNK_BYTES + BYTES_PER_SYMBOL_OR_OUTPUT * (k + n_outputs) + BYTES_PER_BLOCK * blocks
 
 
 def named_distribution(spec: str, k: int) -> np.ndarray:
@@ -101,13 +178,17 @@ def simulate(
     rng: np.random.Generator | int | None = None,
     progress: Callable[[int], None] | None = None,
     chunk: int = SIMULATION_CHUNK,
+    max_seconds: float | None = None,
 ) -> SimulationResult:
     """Draw ``n`` users from ``prior``, privatise, estimate; errors of the raw and projected estimates.
 
     ``seconds`` = privatisation + estimation; ``data_seconds`` = drawing the data.
     ``tv_error`` is for the estimate projected onto the simplex, ``tv_error_raw``
     for the unbiased estimate; ``tv_bound`` is the paper's bound, where it has one.
-    ``progress(users_done)`` is called after every chunk.
+    ``progress(users_done)`` is called after every chunk. With ``max_seconds``,
+    the running time is projected after the first chunk (elapsed time times
+    ``n / chunk``) and :class:`SimulationTooLong` is raised at once if it exceeds
+    ``max_seconds``.
     """
     prior = np.asarray(prior, dtype=float)
     if prior.shape != (mechanism.k,):
@@ -120,6 +201,7 @@ def simulate(
     counts = np.zeros(mechanism.n_outputs, dtype=np.int64)
     data_seconds = sample_seconds = 0.0
     done = 0
+    began = time.perf_counter()
     while done < n:
         size = min(chunk, n - done)
         start = time.perf_counter()
@@ -131,6 +213,8 @@ def simulate(
         done += size
         if progress is not None:
             progress(done)
+        if max_seconds is not None and done == size < n:
+            _check_projected_time(time.perf_counter() - began, done, n, max_seconds)
     start = time.perf_counter()
     raw = mechanism.estimate_counts(counts)
     projected = project_onto_simplex(raw)
@@ -148,3 +232,12 @@ def simulate(
         estimate_seconds=estimate_seconds,
         data_seconds=data_seconds,
     )
+
+
+def _check_projected_time(elapsed: float, done: int, n: int, max_seconds: float) -> None:
+    projected = elapsed * n / done
+    if projected > max_seconds:
+        raise SimulationTooLong(
+            f"{n:,} users would take about {format_duration(projected)} "
+            f"({done / elapsed:,.0f} users/s on the first {done:,}), more than the {max_seconds:g} s allowed"
+        )

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from designer.exact import ExactEpsilon
 from solvers.maxplus import min_plus_closure, min_plus_product
+
+if TYPE_CHECKING:  # networkx is imported where a graph is needed (fast start)
+    import networkx as nx
 
 #: Relative tolerance when deciding that a path through other symbols implies a
 #: pair's constraint (path length <= E * (1 + REDUNDANCY_RTOL)).
@@ -183,6 +186,8 @@ class PrivacyMatrix:
         Edge weights default to 1. Nodes are ordered as ``list(graph.nodes)``;
         unreachable pairs get ``inf``.
         """
+        import networkx as nx
+
         nodes = list(graph.nodes)
         if not nodes:
             raise ValueError("the graph has no nodes")
@@ -259,13 +264,26 @@ class PrivacyMatrix:
         Different components share no constraint, so the admissible cone is the
         product of the components' cones (e.g. the blocks of BSLDP).
         Components are returned as sorted index arrays, ordered by smallest symbol.
+        Breadth-first search on the boolean adjacency matrix (no graph library:
+        ``design`` pays no networkx import for it).
         """
-        graph = nx.Graph()
-        graph.add_nodes_from(range(self.k))
-        xs, ys = np.nonzero(np.isfinite(self._epsilon))
-        graph.add_edges_from((int(x), int(y)) for x, y in zip(xs, ys) if x != y)
-        parts = [np.array(sorted(c)) for c in nx.connected_components(graph)]
-        return sorted(parts, key=lambda part: part[0])
+        linked = np.isfinite(self._epsilon)
+        linked |= linked.T
+        unseen = np.ones(self.k, dtype=bool)
+        parts = []
+        for seed in range(self.k):
+            if not unseen[seed]:
+                continue
+            frontier = np.zeros(self.k, dtype=bool)
+            frontier[seed] = True
+            unseen[seed] = False
+            members = frontier.copy()
+            while frontier.any():
+                frontier = linked[frontier].any(axis=0) & unseen
+                unseen &= ~frontier
+                members |= frontier
+            parts.append(np.flatnonzero(members))
+        return parts
 
     def restrict(self, symbols: Sequence[int]) -> "PrivacyMatrix":
         """The sub-matrix on a subset of symbols (e.g. one component)."""

@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 _EPS = np.finfo(float).eps
 
@@ -111,6 +110,8 @@ def maximise_over_ball(c, center, beta: float) -> BallMaximum:
         hi = 2.0 * spread / (beta * beta - 1.0) + 1e-300
         while slope(hi) < 0:  # safety: the bracket follows from D' > 0 beyond spread / (beta^2 - 1)
             hi *= 2.0
+        from scipy.optimize import brentq
+
         tau = 0.0 if slope(0.0) >= 0 else brentq(slope, 0.0, hi, xtol=1e-300, rtol=4 * _EPS, maxiter=500)
     bound = dual(tau)
     a = float(ws @ np.sqrt(tau + gs))
@@ -227,6 +228,8 @@ def maximise_over_two_balls(
 
     candidates = [1.0, t_max]
     if t_max > 1.0:
+        from scipy.optimize import minimize_scalar
+
         search = minimize_scalar(negative_value, bounds=(1.0, t_max), method="bounded",
                                  options={"xatol": 1e-10 * t_max})
         candidates.append(float(search.x))

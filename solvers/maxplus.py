@@ -59,27 +59,56 @@ def max_log_ratio(
     argmax : ndarray of int, shape (k, k)
         A column ``y`` attaining the maximum.
     """
-    logs = safe_log(matrix)
+    return max_log_difference(safe_log(matrix), chunk_bytes, workers)
+
+
+def max_log_difference(
+    logs: np.ndarray,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max-plus product ``values[x, x'] = max_y logs[x, y] - logs[x', y]``, with the argmax.
+
+    The kernel of :func:`max_log_ratio`, for callers that computed the logs
+    themselves (e.g. rigorous logs of exact rationals). Every difference is the
+    correctly rounded IEEE subtraction ``fl(logs[x, y] - logs[x', y])`` and the
+    maximum is taken exactly, so a caller that bounds the error of ``logs``
+    bounds the error of ``values``.
+
+    Parameters
+    ----------
+    logs : ndarray, shape (k, m)
+        Logs of non-negative entries, :data:`ZERO_LOG` standing for ``log 0``.
+    chunk_bytes, workers
+        As in :func:`max_log_ratio`.
+
+    Returns
+    -------
+    values, argmax : as in :func:`max_log_ratio` (``+inf`` where a real log meets ``ZERO_LOG``).
+    """
+    logs = np.asarray(logs, dtype=float)
     k, m = logs.shape
     values = np.empty((k, k))
     argmax = np.empty((k, k), dtype=np.intp)
     rows_per_chunk = max(1, int(chunk_bytes // max(1, 8 * k * m)))
     starts = range(0, k, rows_per_chunk)
 
-    def work(start: int) -> None:
-        stop = min(k, start + rows_per_chunk)
-        block = logs[start:stop, None, :] - logs[None, :, :]
-        best = block.argmax(axis=2)
-        argmax[start:stop] = best
-        values[start:stop] = np.take_along_axis(block, best[..., None], axis=2)[..., 0]
+    def work(chunk_starts: range) -> None:
+        buffer = np.empty((min(rows_per_chunk, k), k, m))  # one block per thread, reused
+        for start in chunk_starts:
+            stop = min(k, start + rows_per_chunk)
+            block = buffer[: stop - start]
+            np.subtract(logs[start:stop, None, :], logs[None, :, :], out=block)
+            best = block.argmax(axis=2)
+            argmax[start:stop] = best
+            values[start:stop] = np.take_along_axis(block, best[..., None], axis=2)[..., 0]
 
-    n_workers = workers or os.cpu_count() or 1
-    if n_workers == 1 or len(starts) == 1:
-        for start in starts:
-            work(start)
+    n_workers = min(workers or os.cpu_count() or 1, len(starts))
+    if n_workers == 1:
+        work(starts)
     else:
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            list(pool.map(work, starts))
+            list(pool.map(work, [starts[i::n_workers] for i in range(n_workers)]))
     values[values > INF_THRESHOLD] = np.inf
     return values, argmax
 

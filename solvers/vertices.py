@@ -43,10 +43,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import cdd
-import cdd.gmp
 import numpy as np
+
+if TYPE_CHECKING:  # pycddlib is imported where a cone is enumerated
+    import cdd
 
 #: Relative tolerance of the float validation ``a . v >= -tol * ||a||_inf``.
 VALIDATION_TOLERANCE = 1e-9
@@ -252,6 +254,8 @@ def _stack_rows(inequalities, equalities) -> tuple[list[list], int, int]:
 
 
 def _row_order(row_order) -> cdd.RowOrderType | None:
+    import cdd
+
     if row_order is None or isinstance(row_order, cdd.RowOrderType):
         return row_order
     try:
@@ -263,6 +267,9 @@ def _row_order(row_order) -> cdd.RowOrderType | None:
 
 def _enumerate(rows: list[list], n_equalities: int, order, exact: bool) -> tuple[np.ndarray, list | None]:
     """Rays normalised to sum 1, sorted lexicographically: floats, and Fractions when exact."""
+    import cdd
+    import cdd.gmp
+
     if exact:
         module = cdd.gmp
         array = [[Fraction(0)] + [Fraction(v) for v in row] for row in rows]

@@ -68,12 +68,12 @@ def test_extreme_epsilon_is_refused_with_its_option_named(command):
 
 
 def test_memory_error_is_bad_input(monkeypatch):
-    import designer.commands.simulate as simulate_module
+    import designer.simulation as simulation_module  # the command imports it when it runs
 
     def exhausted(*_args, **_kwargs):
         raise MemoryError("Unable to allocate 745. GiB for an array")
 
-    monkeypatch.setattr(simulate_module, "named_distribution", exhausted)
+    monkeypatch.setattr(simulation_module, "named_distribution", exhausted)
     result = runner.invoke(app, ["simulate", "--mechanism", "grr", "--k", "10", "--n", "10", "--eps", "1"])
     assert result.exit_code == 2 and "not enough memory" in result.stderr and "745. GiB" in result.stderr
 
@@ -90,7 +90,7 @@ def test_rows_are_counted_as_file_lines_despite_comments(tmp_path):
     (tmp_path / "E.csv").write_text("0,1\n1,0\n")
     (tmp_path / "Q.csv").write_text("# written by hand\n\n0.5,0.5\n-1,2\n")
     result = runner.invoke(app, ["certify", "--E", str(tmp_path / "E.csv"), "--channel", str(tmp_path / "Q.csv")])
-    assert result.exit_code == 2 and "Q.csv: row 4, column 1: negative probability '-1'" in result.stderr
+    assert result.exit_code == 2 and "Q.csv: row 4, column 1: probability '-1' is negative" in result.stderr
     (tmp_path / "Q.csv").write_text("# comment\n0.5,0.5\n0.5,0.6\n")
     result = runner.invoke(app, ["certify", "--E", str(tmp_path / "E.csv"), "--channel", str(tmp_path / "Q.csv")])
     assert "Q.csv: row 3 sums to 1.1" in result.stderr

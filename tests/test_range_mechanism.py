@@ -9,6 +9,8 @@ and variances by brute force); simulation for Theorems 1-4.
 import itertools
 import json
 import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -113,8 +115,44 @@ def test_encoder_is_b_vector_and_flip_rate():
     b = basis_matrix(6).T[values]  # row x = (-1 before x, +1 from x on)
     assert np.array_equal(b[1], [-1, -1, 1, 1, 1, 1])
     flip_rate = np.mean(reports != b)
-    assert flip_rate == pytest.approx(1 / (math.exp(1.3) + 1), abs=4 * math.sqrt(0.25 / reports.size))
+    assert flip_rate == pytest.approx(mechanism.flip_probability, abs=4 * math.sqrt(0.25 / reports.size))
     assert reports.dtype == np.int8
+    secure = mechanism.encode(values[:3])[0]  # default: the cryptographic generator
+    assert secure.shape == (3, 6) and set(np.unique(secure)) <= {-1, 1}
+
+
+def exp_decimal(x: float) -> Decimal:
+    """e^x to 60 significant digits (an independent reference for the exact threshold)."""
+    with localcontext() as context:
+        context.prec = 60
+        return Decimal(x).exp()
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.9, 1.3, 4.0, 11.0])
+def test_flips_use_an_exact_integer_threshold(epsilon):
+    """p = T / 2^32 exactly, with (2^32 - T) / T <= e^eps < (2^32 - T + 1) / (T - 1): T is the smallest private threshold."""
+    mechanism = L1RangeMechanism((4,), epsilon)
+    T = mechanism.threshold
+    assert mechanism.flip_fraction == Fraction(T, 2**32) and Fraction(mechanism.flip_probability) == Fraction(T, 2**32)
+    e = exp_decimal(epsilon)
+    with localcontext() as context:
+        context.prec = 60
+        assert Decimal(2**32 - T) / Decimal(T) <= e < Decimal(2**32 - T + 1) / Decimal(T - 1)
+    assert mechanism.flip_fraction >= Fraction(1) / (Fraction(str(e)) + 1) - Fraction(1, 10**40)
+    assert 0 <= epsilon - mechanism.privacy_level <= 2.0**-32 / (mechanism.flip_probability * (1 - mechanism.flip_probability)) * 1.01
+    assert Fraction(mechanism.alpha) == 1 - 2 * Fraction(T, 2**32)  # estimators use the realised p exactly
+
+
+def test_realised_flip_probability_is_the_threshold_over_two_to_the_32():
+    """The comparison U < T of a uniform 32-bit U flips with probability T / 2^32: check on the draws' extremes."""
+    mechanism = L1RangeMechanism((2,), 1.0)
+    words = np.array([0, mechanism.threshold - 1, mechanism.threshold, 2**32 - 1], dtype=np.uint32)
+    assert ((words < np.uint32(mechanism.threshold)) == [True, True, False, False]).all()
+    rng = np.random.default_rng(5)
+    reports = mechanism.encode(np.zeros(400_000, dtype=np.int64), rng)[0]
+    flips = np.mean(reports != 1)
+    p = mechanism.flip_probability
+    assert abs(flips - p) < 5 * math.sqrt(p * (1 - p) / reports.size)
 
 
 # ------------------------------------------------------------ Proposition 3
@@ -124,8 +162,10 @@ def test_proposition_3_certified_and_tight(shape):
     channel = mechanism.channel()
     certificate = certify(channel, mechanism.privacy_matrix())
     assert certificate.certified
-    assert certificate.margin == pytest.approx(0.0, abs=1e-12)  # tight: adjacent cells differ by one flip
-    assert np.allclose(certificate.tight_epsilon, mechanism.privacy_matrix().epsilon, atol=1e-12)
+    # tight up to the threshold rounding: adjacent cells differ by one flip of log-ratio epsilon' <= epsilon
+    assert 0 <= certificate.margin <= 1e-8
+    realised = PrivacyMatrix.grid_l1(shape, mechanism.privacy_level)
+    assert np.allclose(certificate.tight_epsilon, realised.epsilon, atol=1e-12)
     stricter = PrivacyMatrix.grid_l1(shape, 0.8)
     assert not certify(channel, stricter).certified
 

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from designer.commands import fail, guarded, print_json
-from designer.cone import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
-from designer.design import (
-    VERTEX_UTILITIES,
-    DesignResult,
-    design_channel,
-    design_expected_loss,
-)
-from designer.io import read_matrix, read_privacy_matrix, read_vector
-from designer.spec import PrivacyMatrix
-from solvers.linear import LinearProgramError
+from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from designer.design import DesignResult
+    from designer.spec import PrivacyMatrix
 
 UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
 NOT_CERTIFIED = 1
@@ -28,7 +26,9 @@ def report(result: DesignResult, console: Console, title: str = "") -> None:
     """Print a design result as a short readable report."""
     colour = "green" if result.certified else "red"
     what = "expected loss" if result.utility == "expected-loss" else f"{result.utility} (nats)"
-    console.print(f"{title}[bold]{result.privacy.name}[/]: optimal {what} = {result.objective:.6g}")
+    console.print(
+        f"{escape(title)}[bold]{escape(result.privacy.name)}[/]: optimal {what} = {result.objective:.6g}", emoji=False
+    )
     vertices = f"{result.n_vertices} vertices ({', '.join(sorted(set(result.methods)))}), " if result.n_vertices else ""
     console.print(f"  {vertices}{result.n_outputs} outputs, {result.seconds:.3g} s")
     console.print(
@@ -44,6 +44,10 @@ def report(result: DesignResult, console: Console, title: str = "") -> None:
 def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix) -> np.ndarray | None:
     if path is None:
         return None
+    import numpy as np
+
+    from designer.io import read_vector
+
     values = read_vector(path, what)
     if values.size != privacy.k:
         raise ValueError(f"{path}: the {what} has {values.size} entries but E is {privacy.k} x {privacy.k}")
@@ -76,10 +80,20 @@ def design_command(
     row_order: str = typer.Option(None, "--row-order", help="cdd row order (e.g. max_cutoff, lex_min)."),
     summary_file: Path = typer.Option(None, "--summary", help="Also write the JSON summary to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON summary on stdout."),
+    package: Path = typer.Option(
+        None, "--package", help="Also write a mechanism package (exactly certified 32-bit table, see package)."
+    ),
 ) -> None:
     """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
+    import numpy as np
+
+    from designer.design import design_channel, design_expected_loss
+    from designer.io import check_destinations, read_matrix, read_privacy_matrix
+    from solvers.linear import LinearProgramError
+
     if utility not in UTILITY_CHOICES:
         fail(f"--utility must be one of {', '.join(UTILITY_CHOICES)}, got {utility!r}")
+    check_destinations([path for path in (out, summary_file, package) if path is not None])
     privacy = read_privacy_matrix(e_file)
     prior = _read_distribution(prior_file, "prior", privacy)
     try:
@@ -101,12 +115,26 @@ def design_command(
     if not result.certified:
         report(result, Console(stderr=True))
         raise typer.Exit(NOT_CERTIFIED)
+    document = None
+    if package is not None:
+        from designer.commands.deploy import certified_package
+
+        document = certified_package(result.channel, privacy, 32, package, prior)
     result.save(out, summary_file)
+    if document is not None:
+        from designer.deploy.package import write_package
+
+        write_package(package, document)
     if as_json:
         print_json(result.summary())
     else:
-        report(result, Console())
-        Console().print(f"  channel written to {out}")
+        console = Console()
+        report(result, console)
+        console.print(f"  channel written to {out}", markup=False, emoji=False)
+        if summary_file is not None:
+            console.print(f"  summary written to {summary_file}", markup=False, emoji=False)
+        if package is not None:
+            console.print(f"  package written to {package}", markup=False, emoji=False)
 
 
 def register(app: typer.Typer) -> None:

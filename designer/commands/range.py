@@ -12,35 +12,33 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from designer.commands import check_simulation_epsilon, guarded, print_json
-from designer.io import InputError, read_matrix, read_privacy_matrix, write_json
-from designer.matrix_mechanism import (
-    all_range_workload,
-    certify_strategy,
-    design_overcomplete,
-    design_strategy,
-    identity_workload,
-    prefix_strategy,
-    prefix_workload,
-)
-from designer.range_mechanism import (
-    L1RangeMechanism,
-    cell_counts,
-    random_ranges,
-    true_range_counts,
-    zipf_values,
-)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Largest number of cells ``m^D`` the simulation accepts (the observation tensor is dense).
 MAX_CELLS = 2**26
-WORKLOADS = {"identity": identity_workload, "prefix": prefix_workload, "all-range": all_range_workload}
-STRATEGIES = {"identity": identity_workload, "prefix": prefix_strategy}
+#: Largest D (with m >= 2, more dimensions exceed :data:`MAX_CELLS`).
+MAX_DIMENSIONS = 26
+#: Most random range queries per run (their exact variances cost about 1 ms each).
+MAX_QUERIES = 100_000
+
+
+def range_memory(m: int, dimensions: int, n: int, queries: int) -> int:
+    """Estimated peak bytes of :func:`simulate_range` (measured with ``tracemalloc``).
+
+    Each user's report is D x m signs (int8) plus coordinates and draws (~32 bytes
+    per dimension); the cell tensors cost ~64 bytes per cell, a query ~64 bytes per
+    dimension, plus ~256 MiB of chunked temporaries.
+    """
+    return (256 << 20) + n * dimensions * (m + 32) + 64 * m**dimensions + 64 * queries * dimensions
 
 
 def simulate_range(m: int, dimensions: int, epsilon: float, n: int, queries: int, seed: int) -> dict:
@@ -49,10 +47,20 @@ def simulate_range(m: int, dimensions: int, epsilon: float, n: int, queries: int
     ``seconds`` covers encoding, observations (eq. 3), all cell estimates (eq. 6)
     and the range queries (eq. 7); ``seconds_per_query`` the range queries only.
     """
+    import numpy as np
+
+    from designer.range_mechanism import L1RangeMechanism, cell_counts, random_ranges, true_range_counts, zipf_values
+    from designer.simulation import check_memory
+
     if m < 1 or dimensions < 1 or n < 1 or queries < 0:
         raise ValueError(f"need m >= 1, D >= 1, n >= 1, queries >= 0; got m={m}, D={dimensions}, n={n}, queries={queries}")
-    if float(m) ** dimensions > MAX_CELLS:
+    if dimensions > MAX_DIMENSIONS:
+        raise ValueError(f"--D {dimensions} is more than the {MAX_DIMENSIONS} dimensions this simulation supports")
+    if m**dimensions > MAX_CELLS:
         raise ValueError(f"m^D = {m}^{dimensions} cells is more than the {MAX_CELLS} this simulation holds in memory")
+    if queries > MAX_QUERIES:
+        raise ValueError(f"--queries {queries:,} is more than the {MAX_QUERIES:,} a run evaluates (about 1 ms each)")
+    check_memory(range_memory(m, dimensions, n, queries), f"--n {n:,} users on {m}^{dimensions} cells")
     shape = (m,) * dimensions
     mechanism = L1RangeMechanism(shape, epsilon)
     rng = np.random.default_rng(seed)
@@ -115,9 +123,12 @@ def range_command(
 
 
 def _named_or_file(name: str, table: dict, m: int, what: str) -> tuple[np.ndarray, str]:
+    from designer.io import InputError, read_matrix
+    from designer.io.numbers import REAL
+
     if name in table:
         return table[name](m), name
-    matrix = read_matrix(Path(name), what)
+    matrix = read_matrix(Path(name), what, rule=REAL)  # entries of W and A may be negative
     if matrix.shape[1] != m:
         raise InputError(f"{name}: the {what} has {matrix.shape[1]} columns but E has {m} symbols")
     return matrix, Path(name).name
@@ -133,10 +144,24 @@ def strategy_command(
     as_json: bool = typer.Option(False, "--json", help="Print the JSON written to --out."),
 ) -> None:
     """Design the noise scales of a matrix-mechanism strategy (problem (1)) and certify it."""
-    privacy = read_privacy_matrix(e_file)
+    from designer.io import InputError, check_destinations, read_privacy_matrix, write_json
+    from designer.matrix_mechanism import (
+        all_range_workload,
+        certify_strategy,
+        design_overcomplete,
+        design_strategy,
+        identity_workload,
+        prefix_strategy,
+        prefix_workload,
+    )
+
+    workloads = {"identity": identity_workload, "prefix": prefix_workload, "all-range": all_range_workload}
+    strategies = {"identity": identity_workload, "prefix": prefix_strategy}
+    check_destinations([out])
+    privacy = read_privacy_matrix(e_file, exact=False)
     m = privacy.k
-    W, workload_name = _named_or_file(workload, WORKLOADS, m, "workload")
-    A, strategy_name = _named_or_file(strategy, STRATEGIES, m, "strategy")
+    W, workload_name = _named_or_file(workload, workloads, m, "workload")
+    A, strategy_name = _named_or_file(strategy, strategies, m, "strategy")
     if A.shape[0] < m:
         raise InputError(f"{strategy}: the strategy needs at least m = {m} rows, got {A.shape[0]}")
     if n < 1:
@@ -168,13 +193,14 @@ def strategy_command(
     console = Console()
     console.print(
         f"{workload_name} workload (q={payload['q']}), strategy {strategy_name} (p={payload['p']}), m={m}: "
-        f"total error {payload['total_error']:.6g} for n={n} (Proposition 2), solved in {seconds:.3f} s"
+        f"total error {payload['total_error']:.6g} for n={n} (Proposition 2), solved in {seconds:.3f} s",
+        markup=False, emoji=False,  # the names of workload and strategy files are printed verbatim
     )
     console.print(
         f"privacy (Proposition 1): {certificate.verdict.upper()}, margin {certificate.margin:.3g}, "
         f"tightest pair {certificate.tightest_pair}"
     )
-    console.print(f"wrote {out}")
+    console.print(f"wrote {out}", markup=False, emoji=False)
 
 
 def register(app: typer.Typer) -> None:

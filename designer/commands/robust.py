@@ -4,27 +4,39 @@ Both read records (a CSV with a header), build F of eq. (3) from the secret and
 public columns and the significance level, and work with channels whose rows are
 ordered by ``(s, u)``, s and u sorted as strings (robust-ldp-chi-square.md).
 
-Exit codes: 0 certified, 1 violated, 3 inconclusive, 2 bad input.
+Exit codes: 0 certified, 1 violated, 3 inconclusive, 2 bad input. ``robust --verify``
+(PolyOpt) also proves an upper bound on the optimum (Theorem 12's LP;
+:func:`designer.robust.polyopt.verify_optimality`), reported as ``verification`` in
+``--json``; it does not change the exit code. ``robust`` designs for ``eps <= 700``
+(:data:`designer.robust.protocols.MAX_EPSILON`); ``certify-robust`` takes any finite eps.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
 import time
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
 from designer.commands import guarded, print_json
-from designer.io import read_channel, write_matrix_csv
-from designer.robust.certify import DEFAULT_MAX_INTERVALS, DEFAULT_TOLERANCE, RobustCertificate, certify_robust
-from designer.robust.confidence import ConfidenceSet
-from designer.robust.polyopt import polyopt
-from designer.robust.protocols import PROTOCOLS
+from designer.defaults import ROBUST_MAX_INTERVALS, ROBUST_TOLERANCE
 
-DESIGNERS = {"polyopt": polyopt, **PROTOCOLS}
-"""Protocol constructors by CLI name, each ``(confidence, epsilon) -> protocol`` with a channel."""
+if TYPE_CHECKING:
+    from designer.robust.certify import RobustCertificate
+
+
+def designers() -> dict:
+    """Protocol constructors by CLI name, each ``(confidence, epsilon) -> protocol`` with a channel."""
+    from designer.robust.polyopt import polyopt
+    from designer.robust.protocols import PROTOCOLS
+
+    return {"polyopt": polyopt, **PROTOCOLS}
+
 
 EXIT_CODES = {"certified": 0, "violated": 1, "inconclusive": 3}
 
@@ -46,9 +58,135 @@ ALPHA = typer.Option(0.05, "--alpha", help="Significance level: F is the 1 - alp
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
+class PolyOptMethod(str, Enum):
+    auto = "auto"
+    enumeration = "enumeration"
+    column_generation = "column-generation"
+
+
 def _check_epsilon(epsilon: float) -> None:
     if not 0 <= epsilon < float("inf"):
         raise ValueError(f"--eps must be a finite number >= 0, got {epsilon!r}")
+
+
+def _check_design_options(epsilon: float, protocol: Protocol, method: PolyOptMethod, verify: bool,
+                          max_seconds: float | None) -> None:
+    """Refuse, in one line, options a design cannot honour (before any work is done)."""
+    from designer.robust.protocols import MAX_EPSILON
+
+    _check_epsilon(epsilon)
+    if epsilon > MAX_EPSILON:
+        raise ValueError(
+            f"--eps {epsilon:g} is too large to design a channel: at most {MAX_EPSILON:g} (beyond, e^-eps "
+            f"underflows in double precision; a channel designed at {MAX_EPSILON:g} is private at any larger eps)"
+        )
+    if protocol is not Protocol.polyopt:
+        for name, used in (("--verify", verify), ("--method", method is not PolyOptMethod.auto)):
+            if used:
+                raise ValueError(f"{name} applies to --protocol polyopt only (got --protocol {protocol.value})")
+    if max_seconds is not None:
+        if not verify:
+            raise ValueError("--max-seconds is the budget of --verify: add --verify")
+        if not 0 < max_seconds < float("inf"):
+            raise ValueError(f"--max-seconds must be a positive number of seconds, got {max_seconds!r}")
+
+
+def _stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+class ProofProgress:
+    """A rich progress display on stderr for ``robust --verify`` (nothing when stderr is not a terminal).
+
+    Stdout is left alone, so ``--json`` output stays one JSON object. The vertex
+    enumeration (cdd) reports nothing while it runs: with a budget it runs in a child
+    process and the bar shows the seconds used of the budget, without one the line
+    shows the stage only; the check of the LP dual on the vertices advances a bar.
+    There is no rich refresh thread: :meth:`run` refreshes from the main thread while
+    the work runs in a worker thread.
+    """
+
+    def __init__(self, enabled: bool, budget: float | None = None):
+        self._progress = None
+        self._budget = budget
+        self._stage_start = time.perf_counter()
+        self._enumerating = False
+        if enabled and _stderr_is_terminal():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+                MofNCompleteColumn(), TimeElapsedColumn(),
+                console=Console(stderr=True), transient=True, auto_refresh=False,
+            )
+        self._task = None
+
+    def __enter__(self) -> ProofProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def stage(self, description: str, total: float | None = None, completed: float = 0) -> None:
+        """Show one stage (an indeterminate bar when ``total`` is None)."""
+        if self._progress is None:
+            return
+        if self._task is None:
+            self._task = self._progress.add_task(description, total=total, completed=completed)
+        else:
+            self._progress.update(self._task, description=description, total=total, completed=completed)
+        self._stage_start = time.perf_counter()
+        self._progress.refresh()
+
+    def run(self, function):
+        """``function()`` in a worker thread while this thread refreshes the display (directly when hidden)."""
+        if self._progress is None:
+            return function()
+        import threading
+
+        outcome: dict = {}
+
+        def work() -> None:
+            try:
+                outcome["value"] = function()
+            except BaseException as error:  # re-raised in the calling thread
+                outcome["error"] = error
+
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if self._enumerating and self._budget is not None:
+                used = min(time.perf_counter() - self._stage_start, self._budget)
+                self._progress.update(self._task, completed=used)
+            self._progress.refresh()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    def proof(self, stage: str, completed: int, total: int | None) -> None:
+        """The ``progress`` callback of :func:`designer.robust.polyopt.verify_optimality`."""
+        self._enumerating = stage == "enumerate"
+        if self._enumerating and self._budget is not None:
+            self.stage(f"proof: enumerating vertices (s of {self._budget:g} s)", self._budget)
+        elif self._enumerating:
+            self.stage("proof: enumerating vertices")
+        else:
+            self.stage(f"proof: checking the dual on {total} vertices", total, completed)
+
+
+def describe_proof(proof) -> str:
+    """One line for an :class:`designer.robust.polyopt.OptimalityProof`."""
+    if proof.status == "unfinished":
+        return (f"optimality: not proved, the vertex enumeration did not finish within --max-seconds "
+                f"{proof.max_seconds:g} (the channel is still certified; raise the budget to prove it)")
+    cone = "every vertex of the cone (44)" if proof.cone == "inner" else "every vertex of the outer cone"
+    verdict = "proved optimal" if proof.status == "proved" else "bounded (not proved optimal)"
+    return (f"optimality: {verdict}: upper bound {proof.upper_bound:.12g} nats, gap {proof.gap:.3g}, "
+            f"{proof.vertices} vertices ({cone}), {proof.seconds:.3f} s")
 
 
 def report(certificate: RobustCertificate, console: Console) -> None:
@@ -63,10 +201,12 @@ def report(certificate: RobustCertificate, console: Console) -> None:
     )
     witness = certificate.to_dict().get("witness")
     if witness:
+        log_ratio = "inf (P(y|s') = 0)" if witness["log_ratio"] is None else f"{witness['log_ratio']:.6g}"
         console.print(
             f"  witness: y={witness['y']} s={witness['s']} s'={witness['s_prime']}: "
-            f"log P(y|s)/P(y|s') = {witness['log_ratio']:.6g} > {certificate.epsilon:g} "
-            f"under P in F (chi-square {witness['chi_square']:.6g})"
+            f"log P(y|s)/P(y|s') = {log_ratio} > {certificate.epsilon:g} "
+            f"under P in F (chi-square {witness['chi_square']:.6g})",
+            markup=False, emoji=False,  # the labels come from the data file: print them verbatim
         )
 
 
@@ -80,22 +220,66 @@ def robust_command(
     protocol: Protocol = typer.Option(..., "--protocol", help="Which protocol to design."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows ordered by (s, u))."),
     as_json: bool = JSON,
+    package: Path = typer.Option(
+        None, "--package", help="Also write a mechanism package (32-bit table, RLDP re-certified; see package)."
+    ),
+    method: PolyOptMethod = typer.Option(
+        PolyOptMethod.auto, "--method",
+        help="PolyOpt only: enumerate every vertex (auto: when |S||U| <= 9) or generate columns.",
+    ),
+    verify: bool = typer.Option(
+        False, "--verify",
+        help="PolyOpt only: prove an upper bound on the optimum (exact vertex enumeration); reported with its gap.",
+    ),
+    max_seconds: float = typer.Option(
+        None, "--max-seconds",
+        help="Budget of the --verify vertex enumeration in seconds; when it runs out the proof is 'unfinished'.",
+    ),
 ) -> None:
     """Design an (eps, F)-RLDP protocol from data, certify it and write its channel.
 
-    Exit 0 certified, 1 violated, 3 inconclusive, 2 bad input.
+    Exit 0 certified, 1 violated, 3 inconclusive, 2 bad input. With --verify (PolyOpt)
+    the optimality proof is reported too; it does not change the exit code.
     """
+    from designer.io import write_matrix_csv
+    from designer.robust.certify import certify_robust
+    from designer.robust.confidence import ConfidenceSet
+
+    design = designers()[protocol.value]
     start = time.perf_counter()
-    _check_epsilon(epsilon)
+    _check_design_options(epsilon, protocol, method, verify, max_seconds)
+    if protocol is Protocol.polyopt:
+        design = functools.partial(design, method=method.value)
     confidence = ConfidenceSet.from_csv(data, secret, public, alpha)
+    progress = ProofProgress(enabled=verify, budget=max_seconds)
+    step = "designed"
     try:
-        designed = DESIGNERS[protocol.value](confidence, epsilon)
-    except RuntimeError as error:  # a numerical back end gave up (e.g. the PolyOpt LP)
-        raise ValueError(f"{protocol.value} could not be designed for {data}: {error}") from None
-    if designed.channel is None:
-        raise ValueError(f"protocol {protocol.value} was not materialised")
-    certificate = certify_robust(designed.channel, confidence, epsilon)
+        with progress:
+            progress.stage(f"designing {protocol.value}")
+            designed = progress.run(lambda: design(confidence, epsilon))
+            if designed.channel is None:
+                raise ValueError(f"protocol {protocol.value} was not materialised")
+            progress.stage("certifying (eps, F)-RLDP")
+            certificate = progress.run(lambda: certify_robust(designed.channel, confidence, epsilon))
+            proof = None
+            if verify:
+                from designer.robust.polyopt import verify_optimality
+
+                step = "proved optimal (--verify)"
+                proof = progress.run(lambda: verify_optimality(confidence, designed, max_seconds=max_seconds,
+                                                               progress=progress.proof))
+    except RuntimeError as error:  # a numerical back end gave up (e.g. the PolyOpt LP, the enumeration)
+        raise ValueError(f"{protocol.value} could not be {step} for {data}: {error}") from None
+    document = None
+    if package is not None and certificate.verdict == "certified":
+        from designer.commands.deploy import robust_package
+
+        document = robust_package(designed.channel, confidence, epsilon, package)
     write_matrix_csv(out, designed.channel.matrix)
+    if document is not None:
+        from designer.deploy.package import write_package
+
+        write_package(package, document)
     seconds = time.perf_counter() - start
     if as_json:
         print_json({
@@ -104,6 +288,7 @@ def robust_command(
             "utility": designed.normalised_utility, "mutual_information": designed.utility,
             "params": designed.params, "outputs": designed.channel.n_outputs,
             "verdict": certificate.verdict, "certificate": certificate.to_dict(),
+            "verification": None if proof is None else proof.to_dict(),
             "out": str(out), "seconds": seconds,
         })
     else:
@@ -113,7 +298,9 @@ def robust_command(
             f"I(X;Y)/H(X) = {designed.normalised_utility:.6g} ({designed.utility:.6g} nats), params {designed.params}"
         )
         report(certificate, console)
-        console.print(f"wrote {out} in {seconds:.3f} s")
+        if proof is not None:
+            console.print(describe_proof(proof), markup=False, emoji=False)
+        console.print(f"wrote {out} in {seconds:.3f} s", markup=False, emoji=False)
     raise typer.Exit(EXIT_CODES[certificate.verdict])
 
 
@@ -125,21 +312,25 @@ def certify_robust_command(
     epsilon: float = EPSILON,
     alpha: float = ALPHA,
     channel_file: Path = typer.Option(..., "--channel", help="Channel CSV, rows ordered by (s, u) sorted as strings."),
-    tolerance: float = typer.Option(DEFAULT_TOLERANCE, "--tolerance", help="Slack on the column-scaled condition (2)."),
+    tolerance: float = typer.Option(ROBUST_TOLERANCE, "--tolerance", help="Slack on the column-scaled condition (2)."),
     max_intervals: int = typer.Option(
-        DEFAULT_MAX_INTERVALS, "--max-intervals",
+        ROBUST_MAX_INTERVALS, "--max-intervals",
         help="Branch-and-bound budget per (y, s, s') triple; when it runs out the verdict is inconclusive.",
     ),
     as_json: bool = JSON,
 ) -> None:
     """Decide (eps, F)-RLDP of a channel. Exit 0 certified, 1 violated (witness P), 3 inconclusive, 2 bad input."""
+    from designer.io import read_channel
+    from designer.robust.certify import certify_robust
+    from designer.robust.confidence import ConfidenceSet
+
     _check_epsilon(epsilon)
     if not 0 <= tolerance < 1:
         raise ValueError(f"--tolerance must be in [0, 1), got {tolerance!r}")
     if max_intervals < 1:
         raise ValueError(f"--max-intervals must be >= 1, got {max_intervals}")
     confidence = ConfidenceSet.from_csv(data, secret, public, alpha)
-    channel = read_channel(channel_file)
+    channel = read_channel(channel_file, exact=False)
     if channel.k != confidence.prior.size:
         raise ValueError(
             f"{channel_file}: the channel has {channel.k} rows but |S| x |U| = "

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
-import numpy as np
 import typer
 
 from designer.commands import guarded
-from designer.io import InputError, read_matrix, read_table, write_matrix_csv
-from designer.spec import PrivacyMatrix
+
+if TYPE_CHECKING:
+    from designer.spec import PrivacyMatrix
+
+
+#: Peak bytes per entry of E while ``spec`` builds and writes it (measured: 24).
+SPEC_BYTES_PER_ENTRY = 32
 
 
 class Family(str, Enum):
@@ -40,23 +45,6 @@ def equal_block_sizes(k: int, n_blocks: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(n_blocks)]
 
 
-def read_graph(path: Path) -> nx.Graph:
-    """Edges ``u,v[,weight]`` per row (undirected)."""
-    graph = nx.Graph()
-    table = read_table(path, "graph")
-    for number, cells in zip(table.line_numbers, table):
-        if len(cells) not in (2, 3):
-            raise InputError(f"{path}: row {number}: expected u,v or u,v,weight")
-        try:
-            weight = float(cells[2]) if len(cells) == 3 else 1.0
-        except ValueError:
-            raise InputError(f"{path}: row {number}: bad weight {cells[2]!r}") from None
-        if not weight >= 0:
-            raise InputError(f"{path}: row {number}: weight {cells[2]!r} must be >= 0")
-        graph.add_edge(cells[0], cells[1], weight=weight)
-    return graph
-
-
 @guarded
 def spec_command(
     family: Family = typer.Argument(..., help="ldp | high-low | block | metric"),
@@ -70,6 +58,15 @@ def spec_command(
     grid: str = typer.Option(None, "--grid", help="metric: L1 grid shape, e.g. 4x4 or 8x8x2."),
 ) -> None:
     """Write the E matrix of a privacy family to CSV."""
+    from designer.io import labelled_writer, matrix_csv_writer, write_files
+    from designer.simulation import check_memory
+    from designer.spec import PrivacyMatrix
+
+    if not math.isfinite(eps):
+        raise ValueError(f"--eps must be a finite number >= 0, got {eps!r} (an infinite level is no constraint)")
+    eps += 0.0  # -0.0 -> 0.0
+    if k is not None:  # E is k x k floats (8 bytes) plus the family's bookkeeping, ~24 bytes per entry
+        check_memory(SPEC_BYTES_PER_ENTRY * k * k, f"--k {k:,} (a {k:,} x {k:,} E matrix)")
     if family is Family.ldp:
         privacy = PrivacyMatrix.classic(_need(k, "k"), eps)
     elif family is Family.high_low:
@@ -87,15 +84,59 @@ def spec_command(
         given = [option for option in (distance, graph, grid) if option is not None]
         if len(given) != 1:
             raise ValueError("metric needs exactly one of --distance, --graph, --grid")
-        if distance is not None:
-            privacy = PrivacyMatrix.metric(read_matrix(distance, "distance", allow_infinite=True), eps)
-        elif graph is not None:
-            privacy = PrivacyMatrix.from_graph(read_graph(graph), eps)
-        else:
-            shape = parse_int_list(grid.replace("x", ","), "grid")
-            privacy = PrivacyMatrix.grid_l1(shape, eps)
-    write_matrix_csv(out, privacy.epsilon)
+        privacy = metric_privacy(distance, graph, grid, eps)
+    writer = matrix_csv_writer(privacy.epsilon)
+    if privacy.labels != tuple(str(index) for index in range(privacy.k)):
+        writer = labelled_writer(privacy.labels, writer)  # a "# labels:" line names the rows
+    write_files([(out, writer)])
     typer.echo(f"wrote {privacy.name} ({privacy.k} x {privacy.k}) to {out}")
+
+
+def metric_privacy(distance: Path | None, graph: Path | None, grid: str | None, eps: float) -> PrivacyMatrix:
+    """``E = eps * d`` for a distance file, a graph file (shortest paths) or an L1 grid.
+
+    Rows follow the distance file (and its ``# labels:`` line), the graph's node
+    identifiers (declared or sorted; :func:`designer.io.read_graph`) or the grid
+    cells in C order. A finite distance whose product with ``eps`` (or a path
+    length that) overflows to ``inf`` is refused: ``inf`` would mean no constraint.
+    """
+    import numpy as np
+
+    from designer.io import read_graph, read_numbers
+    from designer.io.numbers import NON_NEGATIVE_OR_INFINITE
+    from designer.spec import PrivacyMatrix
+
+    if distance is not None:
+        table = read_numbers(distance, "distance", NON_NEGATIVE_OR_INFINITE)
+        rows, columns = table.values.shape
+        labels = table.labels(rows) if rows == columns else None
+        with np.errstate(over="ignore"):
+            privacy = PrivacyMatrix.metric(table.values, eps, labels)
+        constrained, source = np.isfinite(table.values), f"{distance}"
+    elif graph is not None:
+        import networkx as nx
+
+        network = read_graph(graph)
+        with np.errstate(over="ignore"):  # an overflowing path length is refused below
+            privacy = PrivacyMatrix.from_graph(network, eps)
+        index = {node: position for position, node in enumerate(network.nodes)}
+        component = np.empty(len(index), dtype=np.int64)
+        for number, nodes in enumerate(nx.connected_components(network)):
+            component[[index[node] for node in nodes]] = number
+        constrained, source = component[:, None] == component[None, :], f"{graph} (shortest path lengths)"
+    else:
+        shape = parse_int_list(grid.replace("x", ","), "grid")
+        with np.errstate(over="ignore"):
+            privacy = PrivacyMatrix.grid_l1(shape, eps)
+        constrained, source = np.ones((privacy.k, privacy.k), dtype=bool), "the grid"
+    overflow = np.argwhere(constrained & ~np.isfinite(privacy.epsilon))
+    if overflow.size:
+        x, x_prime = overflow[0]
+        raise ValueError(
+            f"E[{privacy.labels[x]}, {privacy.labels[x_prime]}] = eps x distance overflows to inf for {source} "
+            f"and --eps {eps:g}, which would mean no constraint; use smaller distances or eps"
+        )
+    return privacy
 
 
 def _need(value, name: str):

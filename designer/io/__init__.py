@@ -1,16 +1,23 @@
-"""Input and output files: :mod:`designer.io.reading` (strict parsers with file/row/column
-errors) and :mod:`designer.io.writing` (atomic, all-or-nothing writers)."""
+"""Input and output files: :mod:`designer.io.reading` (one reader layer for every input,
+strict, with file/row/column errors, and a fast float path) and :mod:`designer.io.writing`
+(atomic, all-or-nothing writers)."""
 
+from designer.io.graph import read_graph
+from designer.io.labels import check_same_labels, labelled_writer, labels_line
 from designer.io.reading import (
     InputError,
+    NumberTable,
     Table,
     read_channel,
     read_matrix,
+    read_numbers,
     read_privacy_matrix,
     read_table,
     read_vector,
 )
 from designer.io.writing import (
+    Destination,
+    check_destinations,
     format_number,
     json_writer,
     matrix_csv_writer,
@@ -20,13 +27,21 @@ from designer.io.writing import (
 )
 
 __all__ = [
+    "Destination",
+    "check_destinations",
+    "check_same_labels",
     "InputError",
+    "NumberTable",
     "Table",
     "format_number",
     "json_writer",
+    "labelled_writer",
+    "labels_line",
     "matrix_csv_writer",
     "read_channel",
+    "read_graph",
     "read_matrix",
+    "read_numbers",
     "read_privacy_matrix",
     "read_table",
     "read_vector",

@@ -1,140 +1,238 @@
-"""Reading input files: strict CSV parsing with precise errors.
+"""Reading input files: one reader layer for every command's CSV inputs.
 
-Every reading error is an :class:`InputError` naming the file, the row (1-based,
-as a text editor shows it), the column and the offending value.
+Every reading error is an :class:`InputError` whose message is one line naming
+the file, the row (its line in the file, as a text editor shows it, comments and
+blank lines counted), the column and the offending value.
+
+Two modes:
+
+* float (``exact=False``): a purely numeric file is parsed in C by the fast path
+  (:mod:`designer.io.fast`); anything else, or anything suspicious, is read cell
+  by cell with correctly rounded ``float`` (rationals only for cells written
+  ``p/q`` or ``log(r)``). No file is parsed twice unless it has an error.
+* exact (``exact=True``): every cell is read exactly (``Fraction``,
+  :class:`~designer.exact.ExactEpsilon`), as written.
+
+File format rules are those of :mod:`designer.io.table`; a ``# labels:`` comment
+line names the rows (:mod:`designer.io.labels`).
 """
 
 from __future__ import annotations
 
-import csv
-import math
+import gc
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import INFINITY_WORDS, ExactEpsilon, parse_rational
+from designer.exact import ExactEpsilon, parse_plain_decimals, quoted_token
+from designer.io.fast import fast_float_matrix
+from designer.io.labels import declared_labels
+from designer.io.numbers import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_OR_INFINITE,
+    PRIVACY_LEVEL,
+    PROBABILITY,
+    TOO_LARGE,
+    NumberRule,
+    parse_exact_cell,
+    parse_float_cell,
+)
+from designer.io.table import Table, parse_table, read_table
+from designer.io.text import InputError, decode, read_bytes
 from designer.spec import PrivacyMatrix
 
+__all__ = [
+    "InputError",
+    "NumberTable",
+    "Table",
+    "read_channel",
+    "read_matrix",
+    "read_numbers",
+    "read_privacy_matrix",
+    "read_table",
+    "read_vector",
+]
 
-class InputError(ValueError):
-    """Bad user input; ``str(error)`` is one line naming file, row and value."""
+
+@dataclass
+class NumberTable:
+    """A numeric file, parsed.
+
+    Attributes
+    ----------
+    path : Path
+    values : ndarray of float, shape (rows, columns)
+    exact : ndarray of object or None
+        Exact mode: the cells as ``Fraction`` (``ExactEpsilon`` for privacy levels).
+    comments : list of (int, str)
+        Comment lines (line number, text).
+    """
+
+    path: Path
+    values: np.ndarray
+    exact: np.ndarray | None
+    comments: list[tuple[int, str]]
+    _line_numbers: Callable[[], list[int]] = field(repr=False)
+
+    def line(self, row: int) -> int:
+        """The file line of row ``row`` (0-based): found again only when a message needs it."""
+        if callable(self._line_numbers):
+            self._line_numbers = self._line_numbers()
+        return self._line_numbers[row]
+
+    def labels(self, count: int) -> list[str] | None:
+        """Row labels from a ``# labels:`` line (checked to be ``count`` of them), or None."""
+        return declared_labels(self.comments, self.path, count)
 
 
-class Table(list):
-    """Rows of stripped cells, with ``line_numbers[i]``: the file line of row ``i`` (1-based)."""
+def read_numbers(
+    path: str | Path, what: str, rule: NumberRule, exact: bool = False, cell_name: str | None = None
+) -> NumberTable:
+    """Read a rectangular CSV of numbers obeying ``rule`` (float or exact; see the module).
 
-    def __init__(self, rows: list[list[str]], line_numbers: list[int]):
-        super().__init__(rows)
-        self.line_numbers = line_numbers
-
-
-def read_table(path: str | Path, what: str) -> Table:
-    """Read a CSV of cells (stripped strings); blank lines and ``#`` comments are skipped.
-
-    Every row is reported by its line in the file (``Table.line_numbers``), so
-    error messages point where a text editor shows the value.
-    Raises :class:`InputError` for a missing/unreadable/empty file or ragged rows.
+    ``what`` names the file in messages ("channel"), ``cell_name`` one of its
+    values (default ``"<what> value"``, e.g. "probability").
     """
     path = Path(path)
+    data = read_bytes(path, what)
+    if not exact:
+        fast = fast_float_matrix(data, rule)
+        if fast is not None:
+            values, comments = fast
+            values += 0.0  # -0.0 is 0
+            lines = lambda: parse_table(decode(data, path, what), path, what).line_numbers  # noqa: E731
+            return NumberTable(path, values, None, comments, lines)
+    table = parse_table(decode(data, path, what), path, what)
+    values, exact_values = _parse_cells(path, table, cell_name or f"{what} value", rule, exact)
+    return NumberTable(path, values, exact_values, table.comments, table.line_numbers)
+
+
+def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every cell by the strict parser; the first refused cell names its file line and column.
+
+    Exact mode reads plain decimals in one batch (:func:`designer.exact.parse_plain_decimals`:
+    never negative, so never refused; for E they are rational levels), the other cells one by one.
+    The cyclic garbage collector is paused meanwhile: a million new ``Fraction``
+    objects would otherwise trigger collections that rescan all of them (measured
+    3-4x slower at k = 1000); they hold no cycles.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read {what} file ({error.__class__.__name__}: {error})") from None
-    rows: list[list[str]] = []
-    line_numbers: list[int] = []
-    for line_number, row in enumerate(csv.reader(text.splitlines()), start=1):
-        cells = [cell.strip() for cell in row]
-        if not cells or all(cell == "" for cell in cells) or cells[0].startswith("#"):
+        return _parse_all_cells(path, table, name, rule, exact)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    width = len(table[0])
+    cells = [cell for row in table for cell in row]
+    if exact and not (rule.integer or rule.positive):
+        distinct = list(dict.fromkeys(cells))  # repeated values (GRR, block E) are read once
+        fractions, decimal_floats = parse_plain_decimals(distinct)
+        if rule.privacy_level:  # a plain decimal level is the rational epsilon itself
+            fractions = [None if value is None else ExactEpsilon(value=value) for value in fractions]
+        plain = dict(zip(distinct, zip(fractions, decimal_floats)))
+        parsed, floats = [plain[cell][0] for cell in cells], [plain[cell][1] for cell in cells]
+    else:
+        parsed, floats = [None] * len(cells), [None] * len(cells)
+    parse = parse_exact_cell if exact else parse_float_cell
+    seen: dict[str, tuple[object, str | None]] = {}
+    for index, cell in enumerate(cells):
+        if parsed[index] is not None:
             continue
-        rows.append(cells)
-        line_numbers.append(line_number)
-    if not rows:
-        raise InputError(f"{path}: the {what} file has no rows")
-    width = len(rows[0])
-    for cells, line_number in zip(rows, line_numbers):
-        if len(cells) != width:
-            raise InputError(
-                f"{path}: row {line_number} has {len(cells)} values, expected {width} like the first row (ragged CSV)"
-            )
-    return Table(rows, line_numbers)
-
-
-def _parse_cells(path: Path, rows: Table, parse: Callable[[str], object], what: str) -> np.ndarray:
-    """Parse every cell; a value that is malformed or overflows a float names its file line and column."""
-    out = np.empty((len(rows), len(rows[0])), dtype=object)
-    for i, cells in enumerate(rows):
-        for j, cell in enumerate(cells):
+        outcome = seen.get(cell)
+        if outcome is None:
+            outcome = seen[cell] = parse(cell, rule)
+        if outcome[1] is not None:
+            row, column = divmod(index, width)
+            raise InputError(f"{path}: row {table.line_numbers[row]}, column {column + 1}: {name} {quoted_token(cell)} {outcome[1]}")
+        parsed[index] = outcome[0]
+    shape = (len(table), width)
+    if not exact:
+        return np.array(parsed, dtype=float).reshape(shape) + 0.0, None  # -0.0 is 0
+    exact_values = np.empty(len(cells), dtype=object)
+    exact_values[:] = parsed
+    try:
+        values = np.array([value if value is not None else float(parsed[index]) for index, value in enumerate(floats)])
+    except OverflowError:
+        for index, value in enumerate(parsed):
             try:
-                out[i, j] = parse(cell)
-                float(out[i, j])
-            except ValueError as error:
-                raise InputError(
-                    f"{path}: row {rows.line_numbers[i]}, column {j + 1}: bad {what} value {cell!r} ({error})"
-                ) from None
+                float(value)
             except OverflowError:
+                row, column = divmod(index, width)
                 raise InputError(
-                    f"{path}: row {rows.line_numbers[i]}, column {j + 1}: {what} value {cell!r} is too large "
-                    "for a double-precision float"
+                    f"{path}: row {table.line_numbers[row]}, column {column + 1}: {name} "
+                    f"{quoted_token(cells[index])} {TOO_LARGE}"
                 ) from None
-    return out
+        raise
+    return values.reshape(shape), exact_values.reshape(shape)
 
 
-def read_privacy_matrix(path: str | Path) -> PrivacyMatrix:
-    """Read E from a CSV of k rows of k entries (numbers, ``inf``, ``log(r)``)."""
-    path = Path(path)
-    rows = read_table(path, "E")
-    cells = _parse_cells(path, rows, ExactEpsilon.parse, "E")
-    if cells.shape[0] != cells.shape[1]:
-        raise InputError(f"{path}: E must be square, got {cells.shape[0]} rows of {cells.shape[1]} values")
-    for x in range(cells.shape[0]):
-        if float(cells[x, x]) != 0:
-            raise InputError(f"{path}: row {rows.line_numbers[x]}, column {x + 1}: diagonal of E must be 0, got {rows[x][x]!r}")
-    return PrivacyMatrix(cells, name=path.name)
+def read_privacy_matrix(path: str | Path, exact: bool = True) -> PrivacyMatrix:
+    """Read E from a CSV of k rows of k entries (numbers >= 0, ``inf``, ``log(r)``).
 
-
-def read_channel(path: str | Path) -> Channel:
-    """Read Q from a CSV of k rows of probabilities, kept exactly as written."""
-    path = Path(path)
-    rows = read_table(path, "channel")
-    cells = _parse_cells(path, rows, parse_rational, "probability")
-    for i, row in enumerate(cells):
-        for j, value in enumerate(row):
-            if value < 0:
-                raise InputError(
-                    f"{path}: row {rows.line_numbers[i]}, column {j + 1}: negative probability {rows[i][j]!r}"
-                )
-        total = float(sum(row))
-        if abs(total - 1) > ROW_SUM_ATOL:
-            raise InputError(
-                f"{path}: row {rows.line_numbers[i]} sums to {total!r}, not 1 (tolerance {ROW_SUM_ATOL:g})"
-            )
-    return Channel(cells)
-
-
-def read_vector(path: str | Path, what: str) -> np.ndarray:
-    """Read numbers from a CSV with one row or one column."""
-    path = Path(path)
-    rows = read_table(path, what)
-    cells = _parse_cells(path, rows, parse_rational, what)
-    if min(cells.shape) != 1:
-        raise InputError(f"{path}: {what} must be one row or one column, got {cells.shape[0]} x {cells.shape[1]}")
-    return np.array([float(v) for v in cells.ravel()])
-
-
-def read_matrix(path: str | Path, what: str, allow_infinite: bool = False) -> np.ndarray:
-    """Read a rectangular matrix of numbers (e.g. a loss or distance matrix) as floats.
-
-    Entries must be finite unless ``allow_infinite`` (then ``inf`` is accepted,
-    e.g. the distance between disconnected symbols).
+    ``exact=True`` keeps every entry as written (what the exact certifier and the
+    designer use); ``exact=False`` reads floats (the float certifier, fast path).
+    A ``# labels:`` line names the symbols.
     """
-    path = Path(path)
-    rows = read_table(path, what)
-    parse = _parse_number_or_infinity if allow_infinite else parse_rational
-    cells = _parse_cells(path, rows, parse, what)
-    return np.array([[float(v) for v in row] for row in cells])
+    numbers = read_numbers(path, "E", PRIVACY_LEVEL, exact)
+    values = numbers.values
+    if values.shape[0] != values.shape[1]:
+        raise InputError(f"{numbers.path}: E must be square, got {values.shape[0]} rows of {values.shape[1]} values")
+    diagonal = np.flatnonzero(np.diag(values) != 0)
+    if diagonal.size:
+        x = int(diagonal[0])
+        shown = numbers.exact[x, x] if numbers.exact is not None else values[x, x]
+        raise InputError(f"{numbers.path}: row {numbers.line(x)}, column {x + 1}: diagonal of E must be 0, got {str(shown)!r}")
+    labels = numbers.labels(values.shape[0])
+    return PrivacyMatrix(numbers.exact if exact else values, labels, name=numbers.path.name)
 
 
-def _parse_number_or_infinity(text: str):
-    return math.inf if text.strip().lower() in INFINITY_WORDS else parse_rational(text)
+def read_channel(path: str | Path, exact: bool = True) -> Channel:
+    """Read Q from a CSV of k rows of probabilities.
+
+    ``exact=True`` keeps the entries exactly as written (``Channel.is_exact``);
+    ``exact=False`` reads floats and refuses entries that underflow to 0 or are
+    subnormal (their float would change a zero pattern or a ratio; exact mode
+    reads them). Rows must sum to 1 within ``ROW_SUM_ATOL`` (summed in floats).
+    A ``# labels:`` line names the inputs (rows).
+    """
+    numbers = read_numbers(path, "channel", PROBABILITY, exact, cell_name="probability")
+    values = numbers.values
+    sums = values.sum(axis=1)
+    off = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_ATOL)
+    if off.size:
+        x = int(off[0])
+        raise InputError(
+            f"{numbers.path}: row {numbers.line(x)} sums to {float(sums[x])!r}, not 1 (tolerance {ROW_SUM_ATOL:g})"
+        )
+    labels = numbers.labels(values.shape[0])
+    return Channel(values, input_labels=labels, exact_matrix=numbers.exact)
+
+
+def read_vector(path: str | Path, what: str, rule: NumberRule = NON_NEGATIVE) -> np.ndarray:
+    """Read numbers (floats) from a CSV with one row or one column (e.g. a prior, block sizes)."""
+    numbers = read_numbers(path, what, rule)
+    if min(numbers.values.shape) != 1:
+        rows, columns = numbers.values.shape
+        raise InputError(f"{numbers.path}: {what} must be one row or one column, got {rows} x {columns}")
+    return numbers.values.ravel()
+
+
+def read_matrix(path: str | Path, what: str, allow_infinite: bool = False, rule: NumberRule | None = None) -> np.ndarray:
+    """Read a rectangular matrix of numbers as floats.
+
+    By default entries must be finite and >= 0 (a loss, a distance); with
+    ``allow_infinite`` ``inf`` is accepted (the distance between disconnected
+    symbols); ``rule`` overrides both (e.g. :data:`~designer.io.numbers.REAL`
+    for a workload or strategy matrix, whose entries may be negative).
+    """
+    if rule is None:
+        rule = NON_NEGATIVE_OR_INFINITE if allow_infinite else NON_NEGATIVE
+    return read_numbers(path, what, rule).values
+

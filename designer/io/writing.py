@@ -1,16 +1,23 @@
 """Writing output files atomically: a temporary file in the destination folder, then ``os.replace``.
 
-A failure never leaves a partial output file; several files are written all or nothing.
+A failure never leaves a partial output file; several files are written all or
+nothing, after every destination has been checked (:func:`check_destinations`).
+A character device (``/dev/null``) or a named pipe is written into directly,
+never replaced by a regular file; a folder or any other kind of file is refused.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
+import io
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -33,13 +40,113 @@ def _umask() -> int:
     return mask
 
 
-def _staged_write(path: str | Path, write: Callable[[object], None]) -> Path:
-    """Write to a temporary file beside ``path`` (mode 0666 less the umask); return its path."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{path}: the output folder {directory} does not exist")
-    handle = tempfile.NamedTemporaryFile("w", dir=directory, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+#: Longest part of the destination's name kept in the temporary file's name (the
+#: temporary name must stay within the file system's limit when the name itself does).
+_STAGED_NAME_PREFIX = 64
+
+#: Kinds of existing destination, by ``stat`` test; a stream is written into directly.
+_STREAM_KINDS = {stat.S_ISCHR: "character device", stat.S_ISFIFO: "named pipe (FIFO)"}
+_REFUSED_KINDS = {stat.S_ISDIR: "folder", stat.S_ISBLK: "block device", stat.S_ISSOCK: "socket"}
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A checked output destination (see :func:`check_destinations`).
+
+    ``path`` is the path as the user gave it (used in messages), ``target`` the
+    file that is written: symbolic links are followed, so a link stays a link and
+    its target is replaced. ``stream`` is true for a character device (``/dev/null``,
+    a terminal) or a named pipe: those are written into directly, never replaced.
+    """
+
+    path: Path
+    target: Path
+    stream: bool
+
+
+def _describe(mode: int) -> tuple[str | None, bool]:
+    """``(kind of a refused destination or None, whether it is a stream)`` for a ``st_mode``."""
+    for test, kind in _REFUSED_KINDS.items():
+        if test(mode):
+            return kind, False
+    return None, any(test(mode) for test in _STREAM_KINDS)
+
+
+def _check_destination(path: Path) -> tuple[Destination, tuple]:
+    """One destination checked, with the key that identifies the file it names."""
+    if str(path) in ("", "."):
+        raise InputError(f"{str(path)!r}: an output path must name a file")
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        status = None
+    except OSError as error:
+        if error.errno != errno.ENAMETOOLONG:  # a name too long is reported below, with the limit
+            raise InputError(f"{path}: cannot write there ({error.strerror or error.__class__.__name__})") from None
+        status = None
+    if status is not None:
+        refused, stream = _describe(status.st_mode)
+        if refused is not None:
+            raise InputError(f"{path}: is a {refused}, not a file; give the path of a file to write (nothing was written)")
+        if stream:
+            return Destination(path, path, True), ("inode", status.st_dev, status.st_ino)
+    try:
+        target = Path(os.path.realpath(path))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: cannot resolve this output path ({error})") from None
+    folder = target.parent
+    if not folder.is_dir():
+        shown = path.parent if str(path.parent) else Path(".")
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise InputError(f"{path}: the output folder {shown} {what}")
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    if len(os.fsencode(target.name)) > longest:
+        raise InputError(f"{path}: the file name is longer than the {longest} bytes this file system allows")
+    key = ("inode", status.st_dev, status.st_ino) if status is not None else ("path", str(target))
+    return Destination(path, target, False), key
+
+
+def check_destinations(paths: Iterable[str | Path]) -> list[Destination]:
+    """Check every output destination before anything is written; refuse bad ones with one line.
+
+    Refused (:class:`~designer.io.reading.InputError`): a folder, a block device or a
+    socket; a path whose folder does not exist; a file name too long for its file
+    system; and the same file named twice, also through another spelling, a
+    symbolic link or a hard link (paths are compared resolved, existing files by
+    device and inode). A character device (``/dev/null``) or a named pipe is
+    accepted and later written into directly; an existing regular file is replaced.
+
+    Parameters
+    ----------
+    paths
+        The output paths, as the user gave them.
+
+    Returns
+    -------
+    list of Destination
+        One per path, in order.
+    """
+    destinations: list[Destination] = []
+    seen: dict[tuple, Path] = {}
+    for path in paths:
+        destination, key = _check_destination(Path(path))
+        if key in seen:
+            first = seen[key]
+            same = "is given twice" if str(first) == str(destination.path) else f"and {first} are the same file"
+            raise InputError(f"{destination.path} {same}: each output needs its own file (nothing was written)")
+        seen[key] = destination.path
+        destinations.append(destination)
+    return destinations
+
+
+def _staged_write(target: Path, write: Callable[[object], None]) -> Path:
+    """Write to a temporary file beside ``target`` (mode 0666 less the umask); return its path."""
+    handle = tempfile.NamedTemporaryFile(
+        "w", dir=target.parent, prefix=f".{target.name[:_STAGED_NAME_PREFIX]}.", suffix=".tmp", delete=False
+    )
     try:
         with handle:
             write(handle)
@@ -51,30 +158,53 @@ def _staged_write(path: str | Path, write: Callable[[object], None]) -> Path:
 
 
 def write_files(writes: list[tuple[str | Path, Callable[[object], None]]]) -> None:
-    """Write several files all or nothing: every file is staged first, then each is renamed.
+    """Write several files all or nothing.
 
-    A failure while staging (a missing folder, a full disk) leaves no output file
-    at all; nothing is renamed until every file is complete.
+    Every destination is checked first (:func:`check_destinations`: no folder, no
+    device other than a character device or a pipe, no file named twice); then
+    every regular file is staged as a temporary file beside its target and every
+    stream's text is built in memory; then the streams are written, and only then
+    is each staged file renamed onto its target (``os.replace``). A failure before
+    the renames (bad destination, a writer's error, a full disk, a closed pipe)
+    leaves no output file and no temporary file.
     """
+    destinations = check_destinations(path for path, _ in writes)
     staged: list[tuple[Path, Path]] = []
+    streams: list[tuple[Path, str]] = []
     try:
-        for path, write in writes:
-            staged.append((_staged_write(path, write), Path(path)))
+        for destination, (_, write) in zip(destinations, writes):
+            if destination.stream:
+                buffer = io.StringIO()
+                write(buffer)
+                streams.append((destination.target, buffer.getvalue()))
+            else:
+                staged.append((_staged_write(destination.target, write), destination.target))
+        for target, text in streams:
+            with open(target, "w") as handle:
+                handle.write(text)
     except BaseException:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
         raise
-    for temporary, path in staged:
-        os.replace(temporary, path)
+    for index, (temporary, target) in enumerate(staged):
+        try:
+            os.replace(temporary, target)
+        except BaseException:
+            for remaining, _ in staged[index:]:
+                remaining.unlink(missing_ok=True)
+            raise
 
 
 def matrix_csv_writer(matrix: Iterable[Iterable[float]]) -> Callable[[object], None]:
     """A writer of ``matrix`` as CSV with round-trip precision (Fractions as ``p/q``)."""
-    rows = [
-        [str(value) if isinstance(value, Fraction) else format_number(value) for value in row]
-        for row in np.asarray(matrix, dtype=object)
-    ]
-    return lambda handle: csv.writer(handle, lineterminator="\n").writerows(rows)
+    array = np.asarray(matrix) if isinstance(matrix, np.ndarray) else np.asarray(matrix, dtype=object)
+
+    def write(handle) -> None:  # formats row by row: memory stays O(columns) beyond the matrix itself
+        writer = csv.writer(handle, lineterminator="\n")
+        for row in array:
+            writer.writerow([str(value) if isinstance(value, Fraction) else format_number(value) for value in row])
+
+    return write
 
 
 def json_writer(payload: dict) -> Callable[[object], None]:

@@ -6,12 +6,20 @@
   GRR-CR (Theorems 17-18), UE-CR (Theorems 19-20), Proposition 4.
 * :func:`certify_robust` — decide (eps, F)-RLDP with proofs or witnesses.
 * :func:`polyopt`, :func:`robust_lower_bound` — PolyOpt (Section V, Theorems
-  11-12): Q1 maximising I_P̂(X; Y) over the cone (44), and Q2 with L.
+  11-12): Q1 maximising I_P̂(X; Y) over the cone (44), and Q2 with L;
+  :func:`verify_optimality` — the proved upper bound on Q1's optimum.
 """
 
 from designer.robust.certify import RobustCertificate, RobustWitness, certify_robust
 from designer.robust.confidence import ConfidenceSet
-from designer.robust.polyopt import PolyOptResult, RobustLowerBound, polyopt, robust_lower_bound
+from designer.robust.polyopt import (
+    OptimalityProof,
+    PolyOptResult,
+    RobustLowerBound,
+    polyopt,
+    robust_lower_bound,
+    verify_optimality,
+)
 from designer.robust.protocols import (
     RobustProtocol,
     grr_cr,
@@ -23,6 +31,7 @@ from designer.robust.protocols import (
 
 __all__ = [
     "ConfidenceSet",
+    "OptimalityProof",
     "PolyOptResult",
     "RobustCertificate",
     "RobustLowerBound",
@@ -36,4 +45,5 @@ __all__ = [
     "robust_lower_bound",
     "srr",
     "ue_cr",
+    "verify_optimality",
 ]

@@ -39,13 +39,16 @@ What this module computes (all in closed form, float64):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import chi2
 
 from designer.io import InputError, read_table
+
+#: Bound on the total count: from 2^53 on, counts (and n) are not exact in double precision.
+MAX_RECORDS = 2**53
 
 
 class ConfidenceSet:
@@ -95,6 +98,11 @@ class ConfidenceSet:
             raise ValueError("counts must be non-negative integers")
         if values.size < 2:
             raise ValueError("the data space S x U needs at least two cells (the chi-square test has |X| - 1 >= 1 degrees of freedom)")
+        if math.fsum(values.ravel()) >= MAX_RECORDS:  # fsum is exact here: no float sum hides the excess
+            raise ValueError(
+                f"too many records ({math.fsum(values.ravel()):.6g}): the counts must sum to less than "
+                f"2^53 = {MAX_RECORDS} so that they and n are exact in double precision"
+            )
         alpha = float(alpha)
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -119,8 +127,11 @@ class ConfidenceSet:
         estimate = counts_int / self._n
         estimate.setflags(write=False)
         self._estimate = estimate
-        # eq. (3); isf(alpha) = ppf(1 - alpha) without the cancellation for tiny alpha
-        self._radius = float(chi2.isf(alpha, values.size - 1)) / self._n
+        # eq. (3); chdtri(df, alpha) is scipy.stats.chi2.isf(alpha, df) (the same routine, without
+        # loading scipy.stats): ppf(1 - alpha) without the cancellation for tiny alpha
+        from scipy.special import chdtri
+
+        self._radius = float(chdtri(values.size - 1, alpha)) / self._n
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -281,8 +292,19 @@ class ConfidenceSet:
         ``{R : sum_u (P̂_{u|s} - R_u)^2 / R_u <= B_s}`` (eq. 23).
         """
         p = self.secret_marginal
-        root = np.sqrt(self._radius + 1.0)
-        return (root + p - 1.0) ** 2 / p**2 - 1.0
+        # (sqrt(B+1) - 1 + p)^2 / p^2 - 1 = d (2 + d) with d = (sqrt(B+1) - 1) / p: no cancellation for tiny B
+        d = self.root_excess / p
+        return d * (2.0 + d)
+
+    @property
+    def root_excess(self) -> float:
+        """``sqrt(B + 1) - 1`` (the slack of Lemma 8's constraint), computed without cancellation.
+
+        ``expm1(log1p(B) / 2)``: accurate to a few ulps even when ``B`` is below the
+        spacing of doubles near 1 (huge ``n`` or ``alpha`` close to 1), where
+        ``sqrt(B + 1) - 1`` would round to 0 and shrink F to the single point P̂.
+        """
+        return float(np.expm1(0.5 * np.log1p(self._radius)))
 
     @property
     def l1_radius(self) -> float:

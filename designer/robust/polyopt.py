@@ -32,7 +32,8 @@ How the LP is solved (``method``):
   :func:`cone_vertices`), then the vertex LP with HiGHS (:mod:`solvers.linear`).
   Optimality is *proved*: the LP dual ``y`` satisfies ``mu(v) <= y . v + r`` for
   every vertex with the reported residual ``r`` (~1e-10), so the optimum is at
-  most ``y . 1 + |X| max(r, 0)`` (:attr:`PolyOptResult.upper_bound`). Cost grows
+  most ``y . 1 + |X| max(r, 0)`` plus a rounding allowance
+  (:func:`dual_upper_bound`, :attr:`PolyOptResult.upper_bound`). Cost grows
   with the vertex count: seconds for |X| <= 9; for (|S|, |U|) = (3, 4) it did not
   finish in 11 minutes (use column generation with ``verify=True`` there).
 * ``"column-generation"`` — a restricted LP over a few vertices plus a pricing
@@ -58,10 +59,11 @@ import numpy as np
 
 from designer.channel import Channel
 from designer.robust.confidence import ConfidenceSet
+from designer.robust.protocols import check_design_epsilon
 from designer.utility import column_information, entropy
 from solvers.column_generation import column_generation, max_reduced_cost
 from solvers.linear import LinearProgramError, solve_vertex_lp
-from solvers.vertices import enumerate_cone_rays
+from solvers.vertices import EnumerationTimeoutError, enumerate_cone_rays
 
 #: Columns whose LP weight theta_v is at most this are left out of Q.
 ZERO_WEIGHT = 1e-14
@@ -195,7 +197,8 @@ def outer_cone_inequalities(confidence: ConfidenceSet, epsilon: float, denominat
     a1, a2 = confidence.shape
     m = [[Fraction(math.ceil(value * denominator), denominator) for value in row]
          for row in confidence.conditional_bounds()[0]]
-    ratio = Fraction(math.ceil(math.exp(epsilon) * denominator), denominator)
+    # np.exp as in cone_inequalities (so Γ'' contains that cone), one ulp up against rounding
+    ratio = Fraction(math.ceil(math.nextafter(float(np.exp(epsilon)), math.inf) * denominator), denominator)
     rows = []
     for s1, s2 in itertools.permutations(range(a1), 2):
         total1, total2 = sum(m[s1]), sum(m[s2])
@@ -248,15 +251,18 @@ def polyopt(
     ----------
     confidence : ConfidenceSet
     epsilon : float
-        RLDP level, ``> 0`` and finite.
+        RLDP level, ``0 < epsilon <= MAX_EPSILON`` (700, :data:`designer.robust.protocols.MAX_EPSILON`).
     method : {"auto", "enumeration", "column-generation"}
         See the module docstring. ``"auto"`` enumerates when ``|X| <= 9``
         (about 1–5 s in exact arithmetic for |X| = 9), else generates columns.
     verify : bool
-        With column generation, also bound the optimum from above: every vertex
-        of the outer rational cone Γ'' ⊇ Γ (:func:`outer_cone_inequalities`) is
-        enumerated exactly and ``upper_bound = y . 1 + |X| max(0, max_v mu(v) - y . v)``
-        over them (valid because Γ̂ ⊆ conv of those vertices and mu is convex).
+        With column generation, also bound the optimum from above
+        (:func:`outer_cone_bound`): every vertex of the outer rational cone Γ'' ⊇ Γ
+        (:func:`outer_cone_inequalities`) is enumerated exactly and
+        ``upper_bound = y . 1 + |X| max(0, max_v mu(v) - y . v)`` (plus a rounding
+        allowance, :func:`dual_upper_bound`) over them (valid because Γ̂ ⊆ conv of
+        those vertices and mu is convex). :func:`verify_optimality` does the same
+        after the fact, with a time budget and progress reports.
         ``optimal`` is True when ``upper_bound - utility <= |X| 1e-9``; otherwise
         the gap is proved but includes the ``2^-40`` rounding of Γ'' (measured: 6e-12
         nats on a (3,3) case).
@@ -304,9 +310,8 @@ def polyopt(
             values = column_information(prior, columns.T)
             lp = solve_vertex_lp(columns, values, ones)
         vertices_count, exact_vertices = columns.shape[0], bool(exact)
-        residual = max_reduced_cost(columns, values, lp.duals)
-        optimal = bool(exact)
-        upper = float(lp.duals @ ones + a * max(residual, 0.0)) if exact else None
+        upper = dual_upper_bound(columns, values, lp.duals) if exact else None
+        optimal = upper is not None and upper - float(lp.objective) <= a * PRICING_TOLERANCE
     else:
         rows = cone_inequalities(confidence, epsilon)
         generated = column_generation(
@@ -319,12 +324,9 @@ def polyopt(
         lp = solve_vertex_lp(columns, values, ones)
         optimal, upper = False, None
         if verify:
-            outer = enumerate_cone_rays(outer_cone_inequalities(confidence, epsilon), exact=True,
-                                        row_order="lex_min").vertices
-            vertices_count, exact_vertices = outer.shape[0], True
-            residual = max_reduced_cost(outer, column_information(prior, outer.T), lp.duals)
-            upper = float(lp.duals @ ones + a * max(residual, 0.0))
-            optimal = upper - float(lp.objective) <= a * PRICING_TOLERANCE
+            proof = outer_cone_bound(confidence, epsilon, columns, lp=lp)
+            vertices_count, exact_vertices = proof.vertices, True
+            upper, optimal = proof.upper_bound, proof.status == "proved"
     channel = _channel(confidence, columns, lp.weights)
     utility = float(np.sum(column_information(prior, channel.matrix)))
     seconds = time.perf_counter() - start
@@ -347,6 +349,172 @@ def polyopt(
         normalised_utility=utility / entropy(prior), channel=channel, seconds=seconds,
         optimal=bool(optimal), upper_bound=upper, method=method, columns=columns,
     )
+
+
+@dataclass(frozen=True)
+class OptimalityProof:
+    """A proved upper bound on the PolyOpt optimum (the LP (47) of Theorem 12), or why there is none.
+
+    Attributes
+    ----------
+    status : str
+        ``"proved"`` (``gap <= |X| 1e-9``: the design is optimal among the protocols of
+        Theorem 11), ``"bounded"`` (a proved bound, larger gap) or ``"unfinished"`` (the
+        vertex enumeration ran out of ``max_seconds``; no bound).
+    utility : float
+        The utility the gap is measured from: ``I_P̂(X; Y)`` of the design's channel
+        (:func:`verify_optimality`) or of its LP (:func:`outer_cone_bound` alone), in nats.
+    upper_bound, gap : float or None
+        The bound and ``upper_bound - utility`` (None when unfinished).
+    vertices : int or None
+        Vertices the LP dual was checked on: every vertex of Γ̂ (``cone = "inner"``) or of
+        the outer rational cone Γ'' ⊇ Γ (``cone = "outer"``); None when unfinished.
+    cone : str
+        ``"inner"`` (the design enumerated Γ̂ exactly: its own vertex list is the proof)
+        or ``"outer"`` (:func:`outer_cone_inequalities`).
+    seconds : float
+        Time spent on the proof (0 when the design's enumeration was the proof).
+    max_seconds : float or None
+        The budget.
+    """
+
+    status: str
+    utility: float
+    upper_bound: float | None
+    gap: float | None
+    vertices: int | None
+    cone: str
+    seconds: float
+    max_seconds: float | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields (no infinities or NaN: a missing number is None)."""
+        return {"status": self.status, "upper_bound": self.upper_bound, "utility": self.utility, "gap": self.gap,
+                "vertices": self.vertices, "cone": self.cone, "seconds": self.seconds,
+                "max_seconds": self.max_seconds}
+
+
+#: Vertices per progress step of the dual check in :func:`outer_cone_bound`.
+PROOF_CHUNK = 4096
+
+
+def dual_upper_bound(vertices, values, duals) -> float:
+    """``y . 1 + |X| max(0, max_v mu(v) - y . v)`` plus a rounding allowance: a bound on the LP (47).
+
+    For weights ``theta >= 0`` with ``sum_v theta_v v = 1`` (so ``sum theta = |X|``, each
+    vertex summing to 1), ``sum theta_v mu(v) <= y . 1 + |X| max_v (mu(v) - y . v)``
+    (weak duality); when ``vertices`` contain every vertex of the cone's slice (or of a
+    larger polytope, ``mu`` being convex) this bounds the optimum. The allowance covers
+    the floating-point evaluation of ``mu(v)`` and ``y . v`` (``64 |X| ulp`` relative).
+
+    Raises
+    ------
+    ArithmeticError
+        If a value or a dual is not finite: a bound never rests on a NaN.
+    """
+    vertices, values, duals = (np.asarray(item, dtype=float) for item in (vertices, values, duals))
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(duals))):
+        raise ArithmeticError("the PolyOpt optimality bound met a non-finite value or dual; no bound is proved")
+    a = duals.size
+    residual = max_reduced_cost(vertices, values, duals)
+    allowance = 64 * np.finfo(float).eps * a * (1.0 + np.abs(values).max() + np.abs(duals).sum())
+    return float(duals.sum() + a * (max(residual, 0.0) + allowance))
+
+
+def outer_cone_bound(confidence: ConfidenceSet, epsilon: float, columns, lp=None,
+                     max_seconds: float | None = None, progress=None,
+                     utility: float | None = None) -> OptimalityProof:
+    """Bound the PolyOpt optimum over the vertices of the outer cone Γ'' (:func:`outer_cone_inequalities`).
+
+    The LP (47) over ``columns`` (points of Γ̂) gives duals ``y``; every vertex of
+    ``Γ̂'' ⊇ Γ̂`` is enumerated in exact arithmetic and :func:`dual_upper_bound` over
+    them bounds the optimum over Γ̂ (``mu`` is convex, so its maximum minus ``y . v``
+    over ``Γ̂`` is attained at a vertex of the larger polytope or below).
+
+    Parameters
+    ----------
+    confidence : ConfidenceSet
+    epsilon : float
+    columns : ndarray (k, |X|)
+        The design's columns.
+    lp : VertexLPResult, optional
+        The LP over ``columns`` if already solved.
+    max_seconds : float, optional
+        Wall-clock budget of the enumeration (run in a child process); when it runs
+        out the proof is ``"unfinished"``.
+    progress : callable, optional
+        ``progress(stage, completed, total)`` with ``stage`` in ``"enumerate"`` (no count
+        is known: ``total`` None) and ``"check"`` (vertices checked of ``total``).
+    utility : float, optional
+        The utility the gap is measured from (default: the LP objective over ``columns``).
+
+    Returns
+    -------
+    OptimalityProof
+    """
+    epsilon = _check_epsilon(epsilon)
+    start = time.perf_counter()
+    prior = confidence.prior
+    columns = np.atleast_2d(np.asarray(columns, dtype=float))
+    if lp is None:
+        lp = solve_vertex_lp(columns, column_information(prior, columns.T), np.ones(prior.size))
+    utility = float(lp.objective) if utility is None else float(utility)
+    notify = progress or (lambda stage, completed, total: None)
+    notify("enumerate", 0, None)
+    try:
+        outer = enumerate_cone_rays(outer_cone_inequalities(confidence, epsilon), exact=True,
+                                    row_order="lex_min", max_seconds=max_seconds).vertices
+    except EnumerationTimeoutError:
+        return OptimalityProof("unfinished", utility, None, None, None, "outer",
+                               time.perf_counter() - start, max_seconds)
+    except MemoryError:
+        raise MemoryError("the vertex enumeration of the outer cone ran out of memory") from None
+    values = np.empty(outer.shape[0])
+    for begin in range(0, outer.shape[0], PROOF_CHUNK):
+        notify("check", begin, outer.shape[0])
+        chunk = outer[begin:begin + PROOF_CHUNK]
+        values[begin:begin + PROOF_CHUNK] = column_information(prior, chunk.T)
+    notify("check", outer.shape[0], outer.shape[0])
+    upper = dual_upper_bound(outer, values, lp.duals)
+    return _proof(upper, utility, outer.shape[0], "outer", prior.size, time.perf_counter() - start, max_seconds)
+
+
+def verify_optimality(confidence: ConfidenceSet, design: PolyOptResult, max_seconds: float | None = None,
+                      progress=None) -> OptimalityProof:
+    """The optimality proof of a PolyOpt design (the ``robust --verify`` of the command line).
+
+    A design by exact enumeration already carries it (the LP dual checked on every
+    vertex of Γ̂): it is returned as is. Otherwise (column generation, or a
+    floating-point enumeration) the bound comes from :func:`outer_cone_bound`.
+
+    Parameters
+    ----------
+    confidence : ConfidenceSet
+        The set the design was made for.
+    design : PolyOptResult
+    max_seconds : float, optional
+        Budget of the vertex enumeration; ``"unfinished"`` when it runs out.
+    progress : callable, optional
+        See :func:`outer_cone_bound`.
+
+    Returns
+    -------
+    OptimalityProof
+    """
+    a = confidence.prior.size
+    if design.upper_bound is not None:  # exact enumeration, or polyopt(verify=True): the proof is there
+        cone = "inner" if design.method == "enumeration" else "outer"
+        return _proof(design.upper_bound, design.utility, design.params["vertices"], cone, a, 0.0, max_seconds)
+    return outer_cone_bound(confidence, design.epsilon, design.columns, max_seconds=max_seconds,
+                            progress=progress, utility=design.utility)
+
+
+def _proof(upper: float, utility: float, vertices: int, cone: str, a: int, seconds: float,
+           max_seconds: float | None) -> OptimalityProof:
+    """``"proved"`` when the gap is within the LP tolerance ``|X| PRICING_TOLERANCE``, else ``"bounded"``."""
+    gap = upper - utility
+    status = "proved" if gap <= a * PRICING_TOLERANCE else "bounded"
+    return OptimalityProof(status, utility, upper, gap, int(vertices), cone, seconds, max_seconds)
 
 
 def robust_column_information(confidence: ConfidenceSet, columns) -> np.ndarray:
@@ -420,9 +588,10 @@ def robust_lower_bound(confidence: ConfidenceSet, epsilon: float, columns=None) 
 
 # ----------------------------------------------------------------------------- internals
 def _check_epsilon(epsilon: float) -> float:
-    epsilon = float(epsilon)
-    if not (np.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be positive and finite, got {epsilon!r}")
+    """``epsilon`` if ``0 < epsilon <= MAX_EPSILON`` (:func:`designer.robust.protocols.check_design_epsilon`)."""
+    epsilon = check_design_epsilon(epsilon)
+    if epsilon == 0:
+        raise ValueError("epsilon must be positive for PolyOpt, got 0.0 (the cone (44) is then a single ray)")
     return epsilon
 
 

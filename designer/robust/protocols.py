@@ -29,7 +29,6 @@ import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
 
 from designer.channel import Channel
 from designer.spec import PrivacyMatrix
@@ -39,6 +38,28 @@ from designer.utility import entropy, mutual_information
 MAX_MATERIALISED_OUTPUTS = 200_000
 #: Largest |S| for the exact UE-CR utility (it sums over the 2^|S| subsets of S).
 MAX_UE_SECRETS = 20
+#: Largest privacy level a channel is designed at. Beyond it the smallest entries of
+#: GRR, SRR and PolyOpt (about e^-eps) fall below the normal doubles (2.2e-308 at
+#: eps = 708.4) and the written channel would not be the protocol (an entry that
+#: underflows to 0 makes a ratio of (2) infinite). Every protocol is also
+#: (eps', F)-RLDP for eps' >= eps, so nothing is lost by designing at this level.
+MAX_EPSILON = 700.0
+
+
+#: SRR's smallest entry is about e^-2eps (Definition 5), so its limit is half.
+MAX_SRR_EPSILON = MAX_EPSILON / 2
+
+
+def check_design_epsilon(epsilon: float, limit: float = MAX_EPSILON, what: str = "a channel") -> float:
+    """``epsilon`` as a float if it is a number in ``[0, limit]``, else ValueError (one line)."""
+    epsilon = float(epsilon)
+    if not 0.0 <= epsilon <= limit:
+        raise ValueError(
+            f"epsilon must be a number in [0, {limit:g}] to design {what}, got {epsilon!r} "
+            f"(beyond {limit:g}, its smallest entries underflow in double precision; a protocol designed at "
+            f"eps = {limit:g} is also private at any larger eps)"
+        )
+    return epsilon
 
 
 @dataclass(frozen=True)
@@ -93,7 +114,16 @@ def lemma3_level(epsilon2: float, distance: float) -> float:
     """
     if distance <= 0:
         return float("inf")
-    return float(np.log1p(2.0 * np.expm1(epsilon2) / distance))
+    if epsilon2 <= 1.0:
+        return float(np.log1p(2.0 * np.expm1(epsilon2) / distance))
+    # = log((2/d) e^eps2 (1 + (d/2 - 1) e^-eps2)): no overflow of e^eps2 / d for large eps2
+    return float(epsilon2 + np.log(2.0 / distance) + np.log1p((0.5 * distance - 1.0) * np.exp(-epsilon2)))
+
+
+def representable_level(delta: float) -> float:
+    """``min(delta, MAX_EPSILON)``: a GRR at a smaller level is still delta-LDP (so Theorems 15,
+    17 and 19 still apply), and its entries stay normal doubles (no off-diagonal underflows to 0)."""
+    return float(min(delta, MAX_EPSILON))
 
 
 def proposition4_privacy_matrix(n_secret: int, n_public: int, epsilon: float) -> PrivacyMatrix:
@@ -128,14 +158,17 @@ def srr(confidence, epsilon: float) -> RobustProtocol:
     """Secret Randomised Response (Definition 5) for the layout of ``confidence``.
 
     Private for every distribution (Lemma 6), so it ignores the confidence set;
-    ``confidence`` only supplies the alphabets and P̂ for the utility.
+    ``confidence`` only supplies the alphabets and P̂ for the utility. Its entries
+    ``e^-eps / (e^eps + ...)`` need ``eps <= MAX_SRR_EPSILON`` (350).
     """
+    epsilon = check_design_epsilon(epsilon, MAX_SRR_EPSILON, "SRR")
     matrix = secret_randomised_response(*confidence.shape, epsilon)
     return _finish("srr", epsilon, {}, matrix, confidence)
 
 
 def grr(confidence, epsilon: float) -> RobustProtocol:
     """GRR^eps on the whole of X (eq. (16)): eps-LDP, hence (eps, F)-RLDP for every F (the baseline)."""
+    epsilon = check_design_epsilon(epsilon)
     return _finish("grr", epsilon, {}, randomised_response(confidence.prior.size, epsilon), confidence)
 
 
@@ -155,7 +188,7 @@ def ir_channel(confidence, epsilon: float, epsilon2: float) -> tuple[np.ndarray,
     ordered like the inputs, so the channel is the Kronecker product.
     """
     epsilon2 = float(np.clip(epsilon2, 0.0, epsilon))
-    delta2 = lemma3_level(epsilon2, ir_distance(confidence))
+    delta2 = representable_level(lemma3_level(epsilon2, ir_distance(confidence)))
     matrix = np.kron(randomised_response(confidence.shape[0], epsilon - epsilon2),
                      randomised_response(confidence.shape[1], delta2))
     return matrix, {"epsilon1": epsilon - epsilon2, "epsilon2": epsilon2, "delta2": delta2}
@@ -168,6 +201,7 @@ def independent_reporting(confidence, epsilon: float, epsilon2: float | None = N
     chosen by a grid plus bounded Brent search (the optimum is often at an end).
     Pass ``epsilon2`` to fix it instead.
     """
+    epsilon = check_design_epsilon(epsilon)
     prior = confidence.prior
 
     def utility(e2: float) -> float:
@@ -180,8 +214,8 @@ def independent_reporting(confidence, epsilon: float, epsilon2: float | None = N
 
 # --------------------------------------------------------------------------- GRR-CR
 def cr_levels(confidence, epsilon2: float) -> np.ndarray:
-    """``delta_s = log(1 + 2 (e^eps2 - 1) / d_s)`` (Theorem 17), d_s of (65)."""
-    return np.array([lemma3_level(epsilon2, d) for d in confidence.conditional_l1_radius])
+    """``delta_s = log(1 + 2 (e^eps2 - 1) / d_s)`` (Theorem 17), d_s of (65), at most :data:`MAX_EPSILON`."""
+    return np.array([representable_level(lemma3_level(epsilon2, d)) for d in confidence.conditional_l1_radius])
 
 
 def grr_cr_channel(confidence, epsilon: float, epsilon2: float) -> tuple[np.ndarray, dict]:
@@ -210,6 +244,7 @@ def grr_cr_channel(confidence, epsilon: float, epsilon2: float) -> tuple[np.ndar
 
 def grr_cr(confidence, epsilon: float, epsilon2: float | None = None) -> RobustProtocol:
     """GRR-CR (Theorems 17-18) with ``eps2 in [0, eps]`` maximising ``I_P̂(X; Y)`` (Section VII-A)."""
+    epsilon = check_design_epsilon(epsilon)
     prior = confidence.prior
 
     def utility(e2: float) -> float:
@@ -266,12 +301,20 @@ def ue_cr_params(confidence, epsilon: float, epsilon2: float, kappa: float) -> d
     """Parameters of UE-CR at ``eps2 in [0, eps/2]``, ``kappa``: ``eps1 = eps - eps2`` and the smallest lambda.
 
     Theorem 19 gives privacy ``max{eps1 + eps2, 2 eps2} = eps``.
+
+    A channel entry multiplies up to ``|S| - 1`` factors ``lambda ~ e^-eps1`` and ``|S|``
+    GRR entries ``~ e^-delta_s``; so that it stays a normal double, ``eps1`` is at most
+    ``MAX_EPSILON / (2 (|S| - 1))`` and each ``delta_s`` at most ``MAX_EPSILON / (2 |S|)``.
+    Lower levels are more private (Theorem 19 and Lemma 3 still apply), and the caps
+    only bind at eps in the hundreds, where the utility is already ``H(X)`` to double precision.
     """
     epsilon2 = float(np.clip(epsilon2, 0.0, epsilon / 2))
     kappa = float(np.clip(kappa, 0.0, 1.0))
-    epsilon1 = epsilon - epsilon2
+    n_secret = confidence.shape[0]
+    epsilon1 = min(epsilon - epsilon2, MAX_EPSILON / (2 * max(1, n_secret - 1)))
+    deltas = np.minimum(cr_levels(confidence, epsilon2), MAX_EPSILON / (2 * n_secret))
     return {"epsilon1": epsilon1, "epsilon2": epsilon2, "kappa": kappa, "lambda": ue_lambda(kappa, epsilon1),
-            "delta_s": cr_levels(confidence, epsilon2).tolist()}
+            "delta_s": deltas.tolist()}
 
 
 def ue_cr_channel(confidence, params: dict) -> tuple[np.ndarray, list[str]]:
@@ -322,6 +365,7 @@ def ue_cr(confidence, epsilon: float, epsilon2: float | None = None, kappa: floa
     allowed (report everything, spend nothing on S), the paper's low-eps optimum.
     Pass both ``epsilon2`` and ``kappa`` to fix them instead.
     """
+    epsilon = check_design_epsilon(epsilon)
     def utility(point) -> float:
         params = ue_cr_params(confidence, epsilon, point[0], point[1])
         return ue_cr_utility(confidence, params["kappa"], params["lambda"], params["delta_s"])
@@ -332,6 +376,8 @@ def ue_cr(confidence, epsilon: float, epsilon2: float | None = None, kappa: floa
         grid = [(e2, k) for e2 in np.linspace(0, epsilon / 2, 9) for k in np.linspace(0, 1, 11)]
         values = [utility(point) for point in grid]
         start = grid[int(np.argmax(values))]
+        from scipy.optimize import minimize
+
         result = minimize(lambda p: -utility(p), np.array(start), method="L-BFGS-B",
                           bounds=[(0, epsilon / 2), (0, 1)])
         epsilon2, kappa = tuple(result.x) if -result.fun > max(values) else start
@@ -352,6 +398,8 @@ def _maximise_1d(function, upper: float, grid: int = 17) -> float:
     best = int(np.argmax(values))
     lo, hi = points[max(best - 1, 0)], points[min(best + 1, grid - 1)]
     if hi > lo:
+        from scipy.optimize import minimize_scalar
+
         result = minimize_scalar(lambda p: -function(p), bounds=(lo, hi), method="bounded",
                                  options={"xatol": 1e-6 * max(upper, 1e-12)})
         if -result.fun > values[best]:

@@ -1,0 +1,32 @@
+"""Audit mechanisms that arrive as code, not as a matrix.
+
+* :mod:`designer.audit.sources` — reports from a Python sampler, a command line or a file;
+* :mod:`designer.audit.collect` — drawing them within a budget;
+* :mod:`designer.audit.events` — distinguishing events chosen on a training split;
+* :mod:`designer.audit.statistics` — Clopper–Pearson bounds, p-values, Holm/Bonferroni;
+* :mod:`designer.audit.verdict` — ``violated`` / ``no violation found`` against a declared E;
+* :mod:`designer.audit.power` — the smallest excess over E the budget detects;
+* :mod:`designer.audit.loop` — channel estimate, fit to a declared matrix, exact certificate;
+* :mod:`designer.audit.libraries` — samplers for pure-ldp and multi-freq-ldpy clients.
+"""
+
+from designer.audit.collect import Budget, collect_reports
+from designer.audit.loop import close_loop, estimate_channel, goodness_of_fit, output_counts
+from designer.audit.sources import CommandSampler, PythonSampler, ReportFile, parse_arguments
+from designer.audit.verdict import AuditResult, PairResult, audit_reports
+
+__all__ = [
+    "AuditResult",
+    "Budget",
+    "CommandSampler",
+    "PairResult",
+    "PythonSampler",
+    "ReportFile",
+    "audit_reports",
+    "close_loop",
+    "collect_reports",
+    "estimate_channel",
+    "goodness_of_fit",
+    "output_counts",
+    "parse_arguments",
+]

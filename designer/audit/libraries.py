@@ -1,0 +1,130 @@
+"""Samplers for the real clients of two LDP libraries, ready to audit.
+
+Each function has the sampler signature ``(x, n, rng, **arguments)`` of
+:class:`~designer.audit.sources.PythonSampler`, so on the command line::
+
+    ldp-designer audit --E E.csv --sampler designer.audit.libraries:pure_ldp \\
+        --arg protocol=OUE --arg eps=1 --arg k=16 --reports-per-input 10000
+
+* :func:`pure_ldp` — pure-ldp (Maddock): ``DE`` (GRR), ``OUE``, ``SUE``
+  (``UEClient``), ``HE`` (``HEClient``, Laplace histogram), ``HR``
+  (``HadamardResponseClient``), ``OLH`` (``LHClient(use_olh=True)``).
+* :func:`multi_freq_ldpy` — multi-freq-ldpy (Arcolezi): ``GRR``, ``OUE``,
+  ``SUE``, ``HE``, ``OLH``, ``BLH``, ``SS``.
+
+The clients are called one user at a time, exactly as deployed; the libraries
+draw from their global generators (``random``, ``numpy.random`` and numba's),
+which every call seeds from ``rng`` so an audit is reproducible. Local-hashing
+reports are ``(value, seed)`` pairs whose meaning needs the hash:
+:func:`local_hashing_support` is their support function (``--support``).
+Inputs are ``0..k-1`` (pure-ldp's default index mapper subtracts 1, so its
+clients receive ``x + 1``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import warnings
+
+import numpy as np
+
+PURE_LDP_PROTOCOLS = ("DE", "OUE", "SUE", "HE", "HR", "OLH")
+MULTI_FREQ_LDPY_PROTOCOLS = ("GRR", "OUE", "SUE", "HE", "OLH", "BLH", "SS")
+
+
+def pure_ldp(x: int, n: int, rng: np.random.Generator, protocol: str, eps: float, k: int) -> list:
+    """``n`` reports of input ``x`` from pure-ldp's client for ``protocol`` at ``eps`` on ``k`` symbols."""
+    client = _pure_ldp_client(str(protocol).upper(), float(eps), int(k))
+    _seed_python_and_numpy(rng)
+    with warnings.catch_warnings():  # its HR calls random.randint with a float bound (deprecated), once per user
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [client.privatise(x + 1) for _ in range(n)]
+
+
+def multi_freq_ldpy(x: int, n: int, rng: np.random.Generator, protocol: str, eps: float, k: int) -> list:
+    """``n`` reports of input ``x`` from multi-freq-ldpy's client for ``protocol``."""
+    client = _multi_freq_ldpy_client(str(protocol).upper())
+    _seed_python_and_numpy(rng)
+    _seed_numba(int(rng.integers(2**32)))
+    return [client(x, int(k), float(eps)) for _ in range(n)]
+
+
+def local_hashing_support(reports, z: int, protocol: str, eps: float, k: int) -> np.ndarray:
+    """Which ``(value, seed)`` reports support input ``z``: ``xxh32(str(z), seed) mod g == value``.
+
+    ``g = round(e^eps) + 1`` for OLH, 2 for BLH (both libraries hash ``str`` of the
+    0-based index with xxHash32, Wang et al. 2017).
+    """
+    from xxhash import xxh32_intdigest  # equals xxh32(text, seed=seed).intdigest(), without the object
+
+    g = 2 if str(protocol).upper() == "BLH" else int(round(math.exp(float(eps)))) + 1
+    text = str(int(z))
+    pairs = np.asarray(reports, dtype=object).reshape(len(reports), 2).tolist()
+    return np.fromiter((xxh32_intdigest(text, int(seed)) % g == int(value) for value, seed in pairs), dtype=bool,
+                       count=len(pairs))
+
+
+@functools.lru_cache(maxsize=32)
+def _pure_ldp_client(protocol: str, eps: float, k: int):
+    from pure_ldp.frequency_oracles import (
+        DEClient,
+        HadamardResponseClient,
+        HadamardResponseServer,
+        HEClient,
+        LHClient,
+        UEClient,
+    )
+
+    if protocol == "DE":
+        return DEClient(epsilon=eps, d=k)
+    if protocol in ("OUE", "SUE"):
+        return UEClient(epsilon=eps, d=k, use_oue=protocol == "OUE")
+    if protocol == "HE":
+        return HEClient(epsilon=eps, d=k)
+    if protocol == "HR":
+        server = HadamardResponseServer(eps, k)
+        return HadamardResponseClient(eps, k, server.get_hash_funcs())
+    if protocol == "OLH":
+        return LHClient(epsilon=eps, d=k, use_olh=True)
+    raise ValueError(f"pure-ldp protocol {protocol!r} unknown; choose one of {', '.join(PURE_LDP_PROTOCOLS)}")
+
+
+def _multi_freq_ldpy_client(protocol: str):
+    from multi_freq_ldpy.pure_frequency_oracles import GRR, HE, LH, SS, UE
+
+    clients = {
+        "GRR": GRR.GRR_Client,
+        "OUE": functools.partial(UE.UE_Client, optimal=True),
+        "SUE": functools.partial(UE.UE_Client, optimal=False),
+        "HE": HE.HE_Client,
+        "OLH": functools.partial(LH.LH_Client, optimal=True),
+        "BLH": functools.partial(LH.LH_Client, optimal=False),
+        "SS": SS.SS_Client,
+    }
+    if protocol not in clients:
+        raise ValueError(
+            f"multi-freq-ldpy protocol {protocol!r} unknown; choose one of {', '.join(MULTI_FREQ_LDPY_PROTOCOLS)}"
+        )
+    return clients[protocol]
+
+
+def _seed_python_and_numpy(rng: np.random.Generator) -> None:
+    random.seed(int(rng.integers(2**63)))
+    np.random.seed(int(rng.integers(2**32)))
+
+
+@functools.cache
+def _numba_seeder():
+    import numba
+
+    @numba.njit(cache=False)
+    def seed(value):
+        np.random.seed(value)
+
+    return seed
+
+
+def _seed_numba(value: int) -> None:
+    _numba_seeder()(value)

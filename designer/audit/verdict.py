@@ -1,0 +1,325 @@
+"""The audit's verdict against a declared E (Definition 2 of context-aware-ldp.md, eq. 4).
+
+E-LDP requires ``P(S | x) <= exp(E[x, x']) P(S | x')`` for every event S. For
+each ordered pair the audit
+
+1. splits every input's reports into a *training* and a *fresh* split;
+2. on the training split, chooses the event S (:mod:`designer.audit.events`)
+   and predicts its lower bound (beyond :data:`MAX_SCREENED_PAIRS` pairs, an
+   output space first screens the pairs on training); the pairs are ranked by predicted excess
+   ``bound - E[x, x']`` and the top ``max_pairs`` are tested (all of them when
+   there are fewer) — the training split is the pilot sample, so choosing
+   pairs and events there leaves the fresh split's tests valid;
+3. on the fresh split, counts S under x and x', forms the Clopper–Pearson
+   lower bound of ``log P(S|x)/P(S|x')`` and its p-value
+   (:mod:`designer.audit.statistics`), and corrects for the number of pairs
+   tested (Holm or Bonferroni; family-wise error at most ``1 - confidence``).
+
+``violated`` means at least one pair is rejected: with probability at least
+``confidence``, the mechanism is not E-LDP. Otherwise the verdict is
+``no violation found`` — never "certified": sampling cannot prove privacy.
+The reported lower bounds are simultaneous (Bonferroni, error
+``(1 - confidence) / pairs tested``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
+from designer.audit.power import POWER, detectable_excess
+from designer.audit.statistics import (
+    bonferroni_rejections,
+    excess_p_value,
+    holm_rejections,
+    log_ratio_lower_bound,
+)
+from designer.spec import PrivacyMatrix
+
+#: Pairs tested when ``max_pairs`` is not given (the most promising on the training split).
+DEFAULT_MAX_PAIRS = 8
+#: Beyond this many constrained pairs, an output space screens them first (largest smoothed
+#: training log-ratio over single outputs minus E; a max-plus product, :mod:`solvers.maxplus`).
+MAX_SCREENED_PAIRS = 4096
+#: Share of every input's reports used to choose pairs and events.
+DEFAULT_TRAIN_FRACTION = 0.3
+CORRECTIONS = ("holm", "bonferroni")
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """The test of one ordered pair ``(x, x')`` on the fresh split."""
+
+    x: int
+    x_prime: int
+    allowed: float
+    event: str
+    count_x: int
+    trials_x: int
+    count_other: int
+    trials_other: int
+    lower_bound: float
+    p_value: float
+    violated: bool
+    predicted_lower_bound: float
+
+    @property
+    def log_ratio(self) -> float:
+        """The point estimate ``log (count_x / trials_x) / (count_other / trials_other)``."""
+        if self.count_x == 0:
+            return -math.inf
+        if self.count_other == 0:
+            return math.inf
+        return math.log(self.count_x / self.trials_x) - math.log(self.count_other / self.trials_other)
+
+    def to_dict(self) -> dict:
+        return {
+            "x": self.x,
+            "x_prime": self.x_prime,
+            "E": _number(self.allowed),
+            "event": self.event,
+            "count_x": self.count_x,
+            "reports_x": self.trials_x,
+            "count_x_prime": self.count_other,
+            "reports_x_prime": self.trials_other,
+            "log_ratio_estimate": _number(self.log_ratio),
+            "lower_bound": _number(self.lower_bound),
+            "p_value": self.p_value,
+            "violated": self.violated,
+        }
+
+
+@dataclass
+class AuditResult:
+    """Outcome of :func:`audit_reports`.
+
+    Attributes
+    ----------
+    verdict : "violated" or "no violation found"
+    confidence : float
+    correction : "holm" or "bonferroni"
+    pairs : list of PairResult
+        The pairs tested, by decreasing ``lower_bound - E``.
+    pairs_constrained : int
+        Ordered pairs with finite E (the candidates).
+    event_space : str
+        ``outputs``, ``classifier`` or ``support``.
+    reports_per_input : dict[int, int]
+    train_fraction : float
+    detectable_excess : float
+        Smallest ``delta`` such that a log-ratio ``E + delta`` of the best pair's
+        event (its probability under x held fixed) would have been detected with
+        probability :data:`~designer.audit.power.POWER` (normal approximation).
+    space : EventSpace
+    outputs : OutputSpace or None
+        The finite output space when the reports have one (for :mod:`designer.audit.loop`).
+    encoded : dict input -> output indices of all its reports (when ``outputs`` is set)
+    """
+
+    verdict: str
+    confidence: float
+    correction: str
+    pairs: list[PairResult]
+    pairs_constrained: int
+    event_space: str
+    reports_per_input: dict[int, int]
+    train_fraction: float
+    detectable_excess: float
+    space: EventSpace = field(repr=False)
+    outputs: OutputSpace | None = field(repr=False, default=None)
+    encoded: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
+
+    @property
+    def violated(self) -> bool:
+        return self.verdict == "violated"
+
+    @property
+    def violations(self) -> list[PairResult]:
+        return [pair for pair in self.pairs if pair.violated]
+
+    @property
+    def best(self) -> PairResult:
+        """The tested pair with the largest ``lower_bound - E``."""
+        return self.pairs[0]
+
+    def to_dict(self) -> dict:
+        counts = list(self.reports_per_input.values())
+        return {
+            "verdict": self.verdict,
+            "confidence": self.confidence,
+            "correction": self.correction,
+            "event_space": self.event_space,
+            "pairs_constrained": self.pairs_constrained,
+            "pairs_tested": len(self.pairs),
+            "reports_per_input": {"min": min(counts), "max": max(counts)},
+            "train_fraction": self.train_fraction,
+            "largest_lower_bound": _number(self.best.lower_bound),
+            "largest_lower_bound_pair": [self.best.x, self.best.x_prime],
+            "detectable_excess": _number(self.detectable_excess),
+            "detection_probability": POWER,
+            "violations": [pair.to_dict() for pair in self.violations],
+            "pairs": [pair.to_dict() for pair in self.pairs],
+        }
+
+
+def check_settings(confidence: float, correction: str, max_pairs: int | None, train_fraction: float) -> None:
+    """Refuse settings outside their ranges (before any report is drawn)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+    if max_pairs is not None and max_pairs < 0:
+        raise ValueError(f"max pairs must be >= 0 (0: all), got {max_pairs}")
+    if not 0 < train_fraction < 1:
+        raise ValueError(f"train fraction must be in (0, 1), got {train_fraction}")
+
+
+def audit_reports(
+    reports: dict[int, np.ndarray],
+    privacy: PrivacyMatrix,
+    confidence: float = 0.95,
+    correction: str = "holm",
+    max_pairs: int | None = DEFAULT_MAX_PAIRS,
+    train_fraction: float = DEFAULT_TRAIN_FRACTION,
+    rng: np.random.Generator | int | None = None,
+    support: Callable | None = None,
+    support_arguments: dict | None = None,
+    alphabet: int | None = None,
+) -> AuditResult:
+    """Test E-LDP on reports of every input (see the module docstring).
+
+    Parameters
+    ----------
+    reports : dict input -> report array (:func:`designer.audit.sources.as_report_array`)
+    privacy : PrivacyMatrix
+        The declared E.
+    confidence : float in (0, 1)
+        ``violated`` is wrong with probability at most ``1 - confidence``.
+    correction : "holm" or "bonferroni"
+    max_pairs : int or None
+        Pairs tested (the most promising on the training split); None or 0: all.
+    train_fraction : float in (0, 1)
+    rng : Generator or seed
+        Shuffles the reports before splitting.
+    support : callable ``support(reports, z, **support_arguments) -> bool array``, optional
+        Events from the support of hashed reports (:class:`~designer.audit.events.SupportSpace`).
+    alphabet : int, optional
+        Declared output alphabet ``0..alphabet-1``: a report outside it is an error.
+
+    Returns
+    -------
+    AuditResult
+    """
+    check_settings(confidence, correction, max_pairs, train_fraction)
+    k = privacy.k
+    rng = np.random.default_rng(rng)
+    train, test = {}, {}
+    for x, values in sorted(reports.items()):
+        if not 0 <= x < k:
+            raise ValueError(f"reports of input {x}, outside 0..{k - 1} (E is {k} x {k})")
+        if len(values) < 2:
+            raise ValueError(f"input {x} has {len(values)} report(s); at least 2 are needed (training and fresh split)")
+        shuffled = values[rng.permutation(len(values))]
+        cut = min(max(1, int(train_fraction * len(values))), len(values) - 1)
+        train[x], test[x] = shuffled[:cut], shuffled[cut:]
+    space = choose_space(list(train.values()), [reports[x] for x in train], support, support_arguments, k, alphabet)
+    encoded_train = {x: space.encode(values) for x, values in train.items()}
+    encoded_test = {x: space.encode(values) for x, values in test.items()}
+
+    allowed = privacy.epsilon
+    candidates = [
+        (x, x_prime)
+        for x in train
+        for x_prime in train
+        if x != x_prime and math.isfinite(allowed[x, x_prime])
+    ]
+    if not candidates:
+        raise ValueError("E constrains no pair of inputs that has reports (every off-diagonal entry is inf)")
+    tested = len(candidates) if not max_pairs else min(max_pairs, len(candidates))
+    error = (1 - confidence) / tested
+
+    screened = _screen(candidates, space, encoded_train, allowed)
+    events = {}
+    for x, x_prime in screened:
+        events[x, x_prime] = space.select(
+            x, x_prime, encoded_train[x], encoded_train[x_prime], error, len(test[x]), len(test[x_prime])
+        )
+    order = sorted(screened, key=lambda pair: -(events[pair].predicted_lower_bound - allowed[pair]))[:tested]
+
+    counts_x = np.array([events[pair].count(encoded_test[pair[0]]) for pair in order])
+    counts_other = np.array([events[pair].count(encoded_test[pair[1]]) for pair in order])
+    trials_x = np.array([len(test[x]) for x, _ in order])
+    trials_other = np.array([len(test[x_prime]) for _, x_prime in order])
+    limits = np.array([allowed[pair] for pair in order])
+    bounds = log_ratio_lower_bound(counts_x, trials_x, counts_other, trials_other, error)
+    p_values = excess_p_value(counts_x, trials_x, counts_other, trials_other, limits)
+    reject = holm_rejections if correction == "holm" else bonferroni_rejections
+    rejected = reject(p_values, 1 - confidence)
+
+    pairs = [
+        PairResult(
+            x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
+            count_x=int(counts_x[i]), trials_x=int(trials_x[i]), count_other=int(counts_other[i]),
+            trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
+            violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
+        )
+        for i, (x, x_prime) in enumerate(order)
+    ]
+    pairs.sort(key=lambda pair: -(pair.lower_bound - pair.allowed))
+    best = pairs[0]
+    probability = best.count_x / best.trials_x
+    excess = detectable_excess(probability, best.trials_x, best.trials_other, best.allowed, error)
+    outputs = output_component(space)
+    everything = {}
+    if outputs is not None:
+        position, output_space = outputs
+        everything = {x: np.concatenate([_part(encoded_train[x], position), _part(encoded_test[x], position)]) for x in train}
+    return AuditResult(
+        verdict="violated" if any(pair.violated for pair in pairs) else "no violation found",
+        confidence=confidence,
+        correction=correction,
+        pairs=pairs,
+        pairs_constrained=len(candidates),
+        event_space=space.kind,
+        reports_per_input={x: len(values) for x, values in reports.items()},
+        train_fraction=train_fraction,
+        detectable_excess=excess,
+        space=space,
+        outputs=None if outputs is None else outputs[1],
+        encoded=everything,
+    )
+
+
+def _screen(candidates: list, space: EventSpace, encoded_train: dict, allowed: np.ndarray) -> list:
+    """All candidate pairs, or for a large k and an output space the most promising on training."""
+    if len(candidates) <= MAX_SCREENED_PAIRS or not isinstance(space, OutputSpace):
+        return candidates
+    from solvers.maxplus import max_log_ratio
+
+    inputs = sorted(encoded_train)
+    histograms = np.array([np.bincount(encoded_train[x], minlength=space.n_outputs) + 0.5 for x in inputs])
+    ratios, _ = max_log_ratio(histograms / histograms.sum(axis=1, keepdims=True))
+    position = {x: i for i, x in enumerate(inputs)}
+    score = {pair: ratios[position[pair[0]], position[pair[1]]] - allowed[pair] for pair in candidates}
+    return sorted(candidates, key=lambda pair: -score[pair])[:MAX_SCREENED_PAIRS]
+
+
+def output_component(space: EventSpace) -> tuple[int | None, OutputSpace] | None:
+    """The output space inside ``space`` (and its position in an :class:`EitherSpace` encoding)."""
+    if isinstance(space, OutputSpace):
+        return None, space
+    if isinstance(space, EitherSpace):
+        return space.component(OutputSpace)
+    return None
+
+
+def _part(encoded, position: int | None):
+    return encoded if position is None else encoded[position]
+
+
+def _number(value: float):
+    return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")

@@ -1,0 +1,209 @@
+"""``ldp-designer audit``: test code (not a matrix) against a declared E by sampling.
+
+Exit codes: 0 no violation found (and, with ``--declared``, the code is
+consistent with the declared matrix, which is proved E-LDP); 1 violated;
+2 bad input; 3 no violation found but, with ``--declared``, the loop did not
+close (the reports reject the declared matrix, or that matrix is not E-LDP).
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from designer.commands import guarded, print_json
+
+VIOLATED = 1
+NOT_CLOSED = 3
+
+
+class Correction(str, Enum):
+    holm = "holm"
+    bonferroni = "bonferroni"
+
+
+@guarded
+def audit_command(
+    e_file: Path = typer.Option(..., "--E", help="CSV of the declared E (k x k; inf and log(r) allowed)."),
+    sampler: str = typer.Option(None, "--sampler", help="Python sampler module:function or file.py:function, called as f(x, n, rng, **args)."),
+    arguments: list[str] = typer.Option(None, "--arg", help="key=value passed to the sampler and the support function (repeatable)."),
+    command: str = typer.Option(None, "--command", help="A program: reads one input per line on stdin, writes one report per line."),
+    reports_file: Path = typer.Option(None, "--reports", help="A file of input,report lines."),
+    support: str = typer.Option(None, "--support", help="Support function module:function, f(reports, z, **args) -> bools (hashed reports)."),
+    reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
+    seconds: float = typer.Option(None, "--seconds", help="Draw reports for this many seconds instead."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
+    correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
+    max_pairs: int = typer.Option(8, "--max-pairs", help="Pairs tested, chosen on the training split (0: all)."),
+    train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
+    alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
+    declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
+    channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
+    seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Audit a mechanism given as code against E. Exit 0 no violation found, 1 violated, 2 bad input, 3 loop not closed."""
+    import numpy as np
+
+    from designer.audit import (
+        Budget,
+        CommandSampler,
+        PythonSampler,
+        ReportFile,
+        audit_reports,
+        close_loop,
+        collect_reports,
+        estimate_channel,
+        output_counts,
+        parse_arguments,
+    )
+    from designer.audit.events import MAX_OUTPUTS
+    from designer.audit.sources import load_callable
+    from designer.audit.verdict import check_settings
+    from designer.io import read_channel, read_privacy_matrix, write_matrix_csv
+
+    chosen = [option for option, value in (("--sampler", sampler), ("--command", command), ("--reports", reports_file)) if value]
+    if len(chosen) != 1:
+        raise ValueError("give exactly one source of reports: --sampler, --command or --reports")
+    if arguments and not (sampler or support):
+        raise ValueError("--arg applies to --sampler and --support")
+    if alphabet is not None and alphabet < 1:
+        raise ValueError(f"--alphabet must be >= 1, got {alphabet}")
+    check_settings(confidence, correction.value, max_pairs, train_fraction)
+    privacy = read_privacy_matrix(e_file)
+    k = privacy.k
+    declared_channel = read_channel(declared) if declared else None
+    if declared_channel is not None:
+        if declared_channel.k != k:
+            raise ValueError(f"{declared}: the declared channel has {declared_channel.k} rows but E is {k} x {k}")
+        if alphabet is not None and alphabet != declared_channel.n_outputs:
+            raise ValueError(f"--alphabet {alphabet} but {declared} has {declared_channel.n_outputs} outputs")
+        alphabet = declared_channel.n_outputs
+    extra = parse_arguments(arguments)
+    support_function = load_callable(support, "support function") if support else None
+    rng = np.random.default_rng(seed)
+    console = Console(stderr=True)
+
+    if reports_file:
+        if reports_per_input is not None or seconds is not None:
+            raise ValueError("--reports-per-input and --seconds apply to --sampler and --command, not --reports")
+        source = ReportFile(reports_file, k)
+        reports = source.reports
+    else:
+        budget = Budget(reports_per_input, seconds)
+        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command)
+        with Progress(
+            TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+            console=console, transient=True, disable=not console.is_terminal,
+        ) as progress:
+            task = progress.add_task("draw", total=1.0)
+            reports = collect_reports(source, k, budget, rng, lambda fraction: progress.update(task, completed=fraction))
+
+    result = audit_reports(
+        reports, privacy, confidence=confidence, correction=correction.value, max_pairs=max_pairs,
+        train_fraction=train_fraction, rng=rng, support=support_function, support_arguments=extra, alphabet=alphabet,
+    )
+    estimate = loop = None
+    if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
+        counts = output_counts(result.encoded, k, result.outputs.n_outputs)
+        estimate = estimate_channel(counts, confidence)
+        if declared_channel is not None:
+            loop = close_loop(counts, declared_channel, privacy, confidence)
+    elif declared_channel is not None:
+        raise ValueError("--declared needs reports of every input (the channel is tested row by row)")
+    if channel_out is not None:
+        if estimate is None:
+            raise ValueError("--channel-out needs a finite output space (at most 4096 outputs) and reports of every input")
+        write_matrix_csv(channel_out, estimate.matrix)
+
+    if as_json:
+        payload = {"source": source.description, "E": str(e_file), "k": k, **result.to_dict()}
+        if getattr(source, "missing", None):
+            payload["inputs_without_reports"] = source.missing
+        if estimate is not None:
+            payload["channel"] = estimate.to_dict()
+            payload["outputs"] = [_label(value) for value in result.outputs.values]
+        if loop is not None:
+            payload["declared"] = {"file": str(declared), **loop.to_dict()}
+        print_json(payload)
+    else:
+        missing = getattr(source, "missing", [])
+        _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing)
+    if result.violated:
+        raise typer.Exit(VIOLATED)
+    if loop is not None and not loop.closed:
+        raise typer.Exit(NOT_CLOSED)
+
+
+def _report(result, estimate, loop, source: str, e_name: str, declared: Path | None, out: Console,
+            missing: list[int]) -> None:
+    from designer.audit.power import POWER
+
+    colour = "red" if result.violated else "green"
+    out.print(f"[bold {colour}]{result.verdict.upper()}[/]: {escape(source)} against E = {escape(e_name)}")
+    counts = list(result.reports_per_input.values())
+    per_input = f"{min(counts):,}" if min(counts) == max(counts) else f"{min(counts):,}..{max(counts):,}"
+    out.print(
+        f"  {per_input} reports per input ({result.train_fraction:.0%} choose events, the rest test them); "
+        f"events: {result.event_space}; {len(result.pairs)} of {result.pairs_constrained} constrained pairs tested, "
+        f"{result.correction} correction, confidence {result.confidence:g}"
+    )
+    if missing:
+        out.print(f"  note: no reports of inputs {missing[:20]}{' ...' if len(missing) > 20 else ''}: their pairs were not tested")
+    for pair in result.violations[:10]:
+        out.print(escape(
+            f"  violated: x={pair.x} x'={pair.x_prime} event {{{pair.event}}}: {pair.count_x}/{pair.trials_x} vs "
+            f"{pair.count_other}/{pair.trials_other}; log P(S|x)/P(S|x') estimated {pair.log_ratio:.4g} > "
+            f"E = {pair.allowed:.4g}, p = {pair.p_value:.3g} ({result.correction}); "
+            f"simultaneous lower bound {pair.lower_bound:.4g}"
+        ))
+    if len(result.violations) > 10:
+        out.print(f"  ... and {len(result.violations) - 10} more violated pairs")
+    if not result.violated:
+        best = result.best
+        out.print(escape(
+            f"  largest lower bound: log P(S|x)/P(S|x') >= {best.lower_bound:.4g} at x={best.x} x'={best.x_prime} "
+            f"(E = {best.allowed:.4g}), event {{{best.event}}}: {best.count_x}/{best.trials_x} vs "
+            f"{best.count_other}/{best.trials_other}"
+        ))
+        out.print("  no violation found is not a certificate: sampling cannot prove privacy")
+    excess = result.detectable_excess
+    power = f"{excess:.3g}" if math.isfinite(excess) else "no finite excess"
+    out.print(
+        f"  power: {power} over E would have been detected with probability {POWER:g} "
+        "(best pair's event, normal approximation)"
+    )
+    if estimate is not None:
+        shape = estimate.matrix.shape
+        out.print(
+            f"  channel estimated ({shape[0]} inputs x {shape[1]} outputs), simultaneous {estimate.confidence:g} "
+            f"intervals, largest half-width {estimate.largest_half_width:.3g}"
+        )
+    if loop is not None:
+        fit = loop.fit
+        rejected = [int(x) for x in fit.rejected.nonzero()[0]]
+        verdict = "consistent with" if fit.consistent else f"NOT consistent with (inputs {rejected[:10]})"
+        out.print(escape(
+            f"  the reports are {verdict} {declared} (chi-square per input, Holm, confidence {fit.confidence:g}); "
+            f"smallest p = {fit.p_values.min():.3g}"
+        ))
+        certificate = loop.certificate
+        state = "is E-LDP (exact proof)" if certificate.certified else "is NOT E-LDP (exact)"
+        out.print(escape(f"  {declared} {state}: margin {certificate.margin:.6g}"))
+        if loop.closed:
+            out.print("  [bold green]loop closed[/]: the code matches this matrix, and this matrix is E-LDP")
+
+
+def _label(value):
+    item = getattr(value, "tolist", None)
+    return item() if item else value
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit_command)

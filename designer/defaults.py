@@ -1,0 +1,30 @@
+"""Defaults and names shared by the library and the command line.
+
+Constants only, and no imports: the commands declare their options (defaults,
+choices, help) from here, so ``ldp-designer --help`` and ``import designer.cli``
+load neither numpy nor a solver. The library modules re-export these names
+(``designer.cone.DEFAULT_MAX_VERTICES`` is this ``DEFAULT_MAX_VERTICES``).
+"""
+
+#: Default limit on the number of cone vertices: checked before anything is
+#: enumerated where the count is known in closed form (classic LDP at k = 20 has
+#: 1,048,574), and on the result of an enumeration otherwise.
+DEFAULT_MAX_VERTICES = 1_000_000
+#: Default wall-clock budget of one component's enumeration. Only the upper
+#: bound theorem is known before enumerating, and it is far too loose to refuse
+#: on (a 3x4 L1 grid: bound 1,316,016, 374 vertices in 0.02 s; high-low with
+#: k = 16: bound 2.5e7, 17 vertices), so a component that *may* be large is
+#: enumerated in a child process and stopped when this budget runs out.
+DEFAULT_MAX_SECONDS = 120.0
+
+#: Names of the f-divergences offered as design utilities, in the order of
+#: :data:`designer.utility.F_DIVERGENCES` (which holds their generators ``f``).
+F_DIVERGENCE_NAMES = ("kl", "chi-square", "hellinger", "total-variation")
+#: Utilities optimised over cone vertices.
+VERTEX_UTILITIES = ("mutual-information", *F_DIVERGENCE_NAMES)
+
+#: Robust certifier: slack on the column-scaled condition (2) of robust-ldp-chi-square.md.
+ROBUST_TOLERANCE = 1e-9
+#: Robust certifier: branch-and-bound budget (intervals) per (y, s, s') triple
+#: before a triple is inconclusive.
+ROBUST_MAX_INTERVALS = 2048

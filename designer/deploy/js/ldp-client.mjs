@@ -1,0 +1,291 @@
+// ldp-client.mjs — exact sampler for ldp-designer mechanism packages (schema version 1,
+// kinds "table" and "block-hadamard").
+//
+// An ES module with no dependencies, for browsers and Node >= 19 (Web Crypto:
+// crypto.getRandomValues and crypto.subtle). Usage:
+//
+//   import { loadPackage } from "./ldp-client.mjs";
+//   const mechanism = await loadPackage(await (await fetch("mech.json")).text());
+//   const report = mechanism.report("yes");          // an output label
+//
+// loadPackage checks the package's structure (schema version, integer table
+// whose rows sum to 2^bits) and its SHA-256 against the canonical form, which
+// is byte for byte the one of designer/deploy/sampler.py: the object without
+// "sha256", keys sorted, no whitespace, non-ASCII characters (and DEL) escaped
+// as \uXXXX (lower-case hex, UTF-16 code units). Packages hold only strings,
+// arrays, objects and two small integers, so no number formatting is involved.
+//
+// Sampling is exact: row x holds integers T[x][y] summing to 2^b and cumulative
+// thresholds c_y = T[x][0] + ... + T[x][y]; one uniform integer u in [0, 2^b)
+// from crypto.getRandomValues gives the report min {y : u < c_y}, so
+// P(Y = y | X = x) = T[x][y] / 2^b exactly. Thresholds and u are compared as
+// two 32-bit limbs (hi, lo) held in doubles (exact below 2^53), never as
+// floating-point probabilities; the tables are read with BigInt.
+
+export const FORMAT = "ldp-designer-mechanism";
+export const SCHEMA_VERSION = 1;
+const COMMON = ["format", "schema_version", "kind", "bits", "certificate", "utility", "sha256"];
+const MEMBERS = {
+  table: [...COMMON, "inputs", "outputs", "E", "table"],
+  "block-hadamard": [...COMMON, "block_sizes", "epsilon", "coin"],
+};
+const DECIMAL = /^(0|[1-9][0-9]{0,19})$/;
+const TWO_32 = 4294967296;
+const BATCH = 16384; // getRandomValues fills at most 65536 bytes per call
+
+export class PackageError extends Error {}
+export class PackageTampered extends PackageError {}
+
+function canonicalString(text) {
+  return JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
+/** The canonical form (a string of ASCII characters) that the package's sha256 covers. */
+export function canonicalForm(value, top = true) {
+  if (Array.isArray(value)) return "[" + value.map((item) => canonicalForm(item, false)).join(",") + "]";
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).filter((key) => !(top && key === "sha256")).sort();
+    return "{" + keys.map((key) => canonicalString(key) + ":" + canonicalForm(value[key], false)).join(",") + "}";
+  }
+  if (typeof value === "string") return canonicalString(value);
+  if (typeof value === "number") {
+    if (!Number.isSafeInteger(value)) throw new PackageError(`numbers in a package must be small integers, got ${value}`);
+    return String(value);
+  }
+  if (typeof value === "boolean" || value === null) return JSON.stringify(value);
+  throw new PackageError(`unexpected value of type ${typeof value} in a package`);
+}
+
+/** Lower-case hex SHA-256 of the canonical form. */
+export async function packageDigest(document) {
+  const bytes = new TextEncoder().encode(canonicalForm(document));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+function labels(document, member) {
+  const list = document[member];
+  if (!Array.isArray(list) || list.length === 0 || !list.every((label) => typeof label === "string")) {
+    throw new PackageError(`${member} must be a non-empty list of strings`);
+  }
+  if (new Set(list).size !== list.length) throw new PackageError(`${member} labels must be distinct`);
+  return list;
+}
+
+/** Check what every package kind shares; return the kind. */
+export function checkCommon(document) {
+  if (document === null || typeof document !== "object" || Array.isArray(document)) {
+    throw new PackageError("not a package: the JSON document is not an object");
+  }
+  if (document.format !== FORMAT) throw new PackageError(`not an ldp-designer mechanism package (format ${JSON.stringify(document.format)})`);
+  if (document.schema_version !== SCHEMA_VERSION) {
+    throw new PackageError(`unsupported schema_version ${JSON.stringify(document.schema_version)}: this client reads version ${SCHEMA_VERSION}`);
+  }
+  const members = MEMBERS[document.kind];
+  if (members === undefined) throw new PackageError(`unknown package kind ${JSON.stringify(document.kind)}`);
+  const missing = members.filter((member) => !(member in document));
+  const unknown = Object.keys(document).filter((member) => !members.includes(member));
+  if (missing.length || unknown.length) throw new PackageError(`package members: missing [${missing}], unknown [${unknown}]`);
+  const bits = document.bits;
+  if (!Number.isInteger(bits) || bits < 8 || bits > 64) throw new PackageError(`bits must be an integer from 8 to 64, got ${bits}`);
+  if (typeof document.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(document.sha256)) {
+    throw new PackageError("sha256 must be 64 lower-case hex digits");
+  }
+  return document.kind;
+}
+
+function decimal(entry, where) {
+  if (typeof entry !== "string" || !DECIMAL.test(entry)) throw new PackageError(`${where}: ${JSON.stringify(entry)} is not a decimal integer string`);
+  return BigInt(entry);
+}
+
+/** Check a block-hadamard package; return { sizes, coin }. */
+export function checkHadamard(document) {
+  if (checkCommon(document) !== "block-hadamard") throw new PackageError("not a block Hadamard response package");
+  const sizes = document.block_sizes;
+  if (!Array.isArray(sizes) || sizes.length === 0) throw new PackageError("block_sizes must be a non-empty list");
+  const values = sizes.map((size, j) => decimal(size, `block_sizes[${j}]`));
+  if (values.some((size) => size < 1n || size >= 2n ** 31n)) throw new PackageError("every block size must be from 1 to 2^31 - 1");
+  const coin = decimal(document.coin, "coin");
+  if (coin <= 0n || coin >= 1n << BigInt(document.bits)) throw new PackageError(`coin must be between 0 and 2^${document.bits}`);
+  return { sizes: values.map(Number), coin };
+}
+
+/** Check a table package; return the table as BigInt rows. */
+export function checkStructure(document) {
+  if (checkCommon(document) !== "table") throw new PackageError("not a table package");
+  const bits = document.bits;
+  const inputs = labels(document, "inputs");
+  const outputs = labels(document, "outputs");
+  const rows = document.table;
+  if (!Array.isArray(rows) || rows.length !== inputs.length) throw new PackageError(`table must have ${inputs.length} rows`);
+  const total = 1n << BigInt(bits);
+  return rows.map((row, x) => {
+    if (!Array.isArray(row) || row.length !== outputs.length) throw new PackageError(`table row ${x} must have ${outputs.length} entries`);
+    const values = row.map((entry, y) => decimal(entry, `table row ${x}, column ${y}`));
+    const sum = values.reduce((a, b) => a + b, 0n);
+    if (sum !== total) throw new PackageError(`table row ${x} sums to ${sum}, not 2^${bits} = ${total}`);
+    return values;
+  });
+}
+
+/** 32-bit words from crypto.getRandomValues, drawn in batches. */
+class RandomWords {
+  constructor() {
+    this._words = new Uint32Array(BATCH);
+    this._next = BATCH;
+  }
+
+  word() {
+    if (this._next === BATCH) {
+      crypto.getRandomValues(this._words);
+      this._next = 0;
+    }
+    return this._words[this._next++];
+  }
+
+  /** One uniform integer in [0, 2^bits) as limbs [hi, lo] (bits <= 64). */
+  uniform(bits) {
+    if (bits <= 32) return [0, this.word() >>> (32 - bits)];
+    const hi = this.word() >>> (64 - bits);
+    return [hi, this.word()];
+  }
+}
+
+function limbs(value) {
+  return [Number(value >> 32n), Number(value & 0xffffffffn)];
+}
+
+/**
+ * Block Hadamard response (context-aware-ldp.md, Section 6.1), drawn exactly: symbol x at
+ * position i of its block uses Hadamard row r = i + 1 of order K = 2^ceil(log2(size + 1));
+ * a uniform column c, a coin u < T ("inside S_x"), and c ^= r & -r when the parity of
+ * popcount(r & c) disagrees with the coin. P(y | x) = 2T / (K 2^b) on S_x, 2(2^b - T) / (K 2^b) off it.
+ */
+export class HadamardMechanism {
+  constructor(document, { sizes, coin }) {
+    this.kind = "block-hadamard";
+    this.bits = document.bits;
+    this.sha256 = document.sha256;
+    this.blockSizes = sizes;
+    this.starts = [];
+    this.offsets = [];
+    this.logSizes = [];
+    let start = 0;
+    let offset = 0;
+    for (const size of sizes) {
+      const log = 32 - Math.clz32(size); // K = 2^log is the smallest power of two above size
+      this.starts.push(start);
+      this.offsets.push(offset);
+      this.logSizes.push(log);
+      start += size;
+      offset += 2 ** log;
+    }
+    this.k = start;
+    this.nOutputs = offset;
+    [this._coinHi, this._coinLo] = limbs(coin);
+    this._random = new RandomWords();
+  }
+
+  /** One report (global output index) for symbol x. */
+  sample(x) {
+    if (!Number.isInteger(x) || x < 0 || x >= this.k) throw new RangeError(`input index must be in 0..${this.k - 1}`);
+    let low = 0;
+    let high = this.starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >>> 1;
+      if (this.starts[middle] <= x) low = middle;
+      else high = middle - 1;
+    }
+    const row = x - this.starts[low] + 1;
+    const log = this.logSizes[low];
+    let column = this._random.word() >>> (32 - log);
+    const [uHi, uLo] = this._random.uniform(this.bits);
+    const inside = uHi < this._coinHi || (uHi === this._coinHi && uLo < this._coinLo);
+    let parity = row & column;
+    parity ^= parity >>> 16;
+    parity ^= parity >>> 8;
+    parity ^= parity >>> 4;
+    parity ^= parity >>> 2;
+    parity ^= parity >>> 1;
+    if (((parity & 1) === 0) !== inside) column ^= row & -row;
+    return this.offsets[low] + column;
+  }
+}
+
+/** A checked table package ready to sample. Build it with loadPackage. */
+export class Mechanism {
+  constructor(document, table) {
+    this.kind = "table";
+    this.bits = document.bits;
+    this.inputs = [...document.inputs];
+    this.outputs = [...document.outputs];
+    this.sha256 = document.sha256;
+    this._index = new Map(this.inputs.map((label, x) => [label, x]));
+    // Cumulative thresholds as (hi, lo) 32-bit limbs; a report is the first y with u < c_y.
+    this._hi = [];
+    this._lo = [];
+    for (const row of table) {
+      let cumulative = 0n;
+      const hi = new Float64Array(row.length);
+      const lo = new Float64Array(row.length);
+      row.forEach((value, y) => {
+        cumulative += value;
+        hi[y] = Number(cumulative >> 32n);
+        lo[y] = Number(cumulative & 0xffffffffn);
+      });
+      this._hi.push(hi);
+      this._lo.push(lo);
+    }
+    this._random = new RandomWords();
+  }
+
+  /** One report (output index) for input index x: P(Y = y) = T[x][y] / 2^bits exactly. */
+  sample(x) {
+    if (!Number.isInteger(x) || x < 0 || x >= this._hi.length) throw new RangeError(`input index must be in 0..${this._hi.length - 1}`);
+    const [uHi, uLo] = this._random.uniform(this.bits);
+    const hi = this._hi[x];
+    const lo = this._lo[x];
+    let low = 0;
+    let high = hi.length - 1; // c_{m-1} = 2^bits > u: the answer is in [0, m-1]
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (uHi < hi[middle] || (uHi === hi[middle] && uLo < lo[middle])) high = middle;
+      else low = middle + 1;
+    }
+    return low;
+  }
+
+  /** One report (output label) for an input label. */
+  report(label) {
+    const x = this._index.get(label);
+    if (x === undefined) throw new RangeError(`unknown input label ${JSON.stringify(label)}`);
+    return this.outputs[this.sample(x)];
+  }
+
+  /** How often each output index is reported in n draws for input index x. */
+  counts(x, n) {
+    const tally = new Array(this.outputs.length).fill(0);
+    for (let i = 0; i < n; i++) tally[this.sample(x)]++;
+    return tally;
+  }
+}
+
+/** Parse (if text), check structure and SHA-256; return a Mechanism (table) or HadamardMechanism. Throws PackageError / PackageTampered. */
+export async function loadPackage(source) {
+  let document = source;
+  if (typeof source === "string") {
+    try {
+      document = JSON.parse(source);
+    } catch (error) {
+      throw new PackageError(`not valid JSON (truncated or malformed): ${error.message}`);
+    }
+  }
+  const kind = checkCommon(document);
+  const parsed = kind === "table" ? checkStructure(document) : checkHadamard(document);
+  const digest = await packageDigest(document);
+  if (digest !== document.sha256) {
+    throw new PackageTampered(`SHA-256 mismatch: the package says ${document.sha256} but its content hashes to ${digest}`);
+  }
+  return kind === "table" ? new Mechanism(document, parsed) : new HadamardMechanism(document, parsed);
+}

@@ -1,0 +1,287 @@
+"""Exact sampler for a mechanism package, standard library only (``secrets``, ``json``, ``hashlib``, ``bisect``).
+
+This file is the Python client: copy it next to a package and use it with no
+other dependency::
+
+    from sampler import TableSampler
+    mechanism = TableSampler.from_file("mech.json")   # checks structure and SHA-256
+    report = mechanism.report("yes")                   # an output label
+
+Sampling (exact): row x of the table holds integers ``T[x, 0..m-1]`` summing to
+``2^b``; with cumulative thresholds ``c_y = T[x, 0] + ... + T[x, y]`` one uniform
+integer ``u`` in ``[0, 2^b)`` from :func:`secrets.randbits` gives the report
+``Y = min {y : u < c_y}``. Exactly ``T[x, y]`` of the ``2^b`` values of ``u`` give
+``Y = y``, so ``P(Y = y | X = x) = T[x, y] / 2^b``: the channel that was
+certified, bit for bit (no floating point anywhere).
+
+Canonical form (what the package's ``sha256`` covers): the package object
+without its ``sha256`` member, serialised as JSON with keys sorted, no
+whitespace (separators ``,`` and ``:``), every non-ASCII character (and DEL)
+escaped as ``\\uXXXX`` with lower-case hex (UTF-16 code units), encoded as
+ASCII. Packages hold only strings, lists, objects and small integers
+(``schema_version``, ``bits``), so no number formatting is involved and the
+JavaScript client reproduces the same bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import secrets
+
+FORMAT = "ldp-designer-mechanism"
+SCHEMA_VERSION = 1
+MIN_BITS, MAX_BITS = 8, 64
+_COMMON = ("format", "schema_version", "kind", "bits", "certificate", "utility", "sha256")
+#: Members of a version-1 package of each kind (``sha256`` included).
+MEMBERS = {
+    "table": _COMMON + ("inputs", "outputs", "E", "table"),
+    "block-hadamard": _COMMON + ("block_sizes", "epsilon", "coin"),
+}
+KINDS = tuple(MEMBERS)
+
+
+class PackageError(ValueError):
+    """The document is not a well-formed package (bad input: exit code 2)."""
+
+
+class PackageTampered(PackageError):
+    """The document's SHA-256 does not match its canonical form (exit code 1)."""
+
+
+def canonical_bytes(document: dict) -> bytes:
+    """The bytes the package hash covers (see the module docstring)."""
+    body = {key: value for key, value in document.items() if key != "sha256"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
+
+
+def package_digest(document: dict) -> str:
+    """Lower-case hex SHA-256 of :func:`canonical_bytes`."""
+    return hashlib.sha256(canonical_bytes(document)).hexdigest()
+
+
+def parse_package(text: str) -> dict:
+    """Parse package text (strict JSON: no NaN/Infinity); raise :class:`PackageError` with one line."""
+    def reject(constant: str):
+        raise PackageError(f"the package holds {constant}, which is not JSON")
+
+    try:
+        document = json.loads(text, parse_constant=reject)
+    except json.JSONDecodeError as error:
+        raise PackageError(f"not valid JSON (truncated or malformed): {error.msg} at line {error.lineno}, column {error.colno}") from None
+    except RecursionError:
+        raise PackageError("not a package: JSON nested too deeply") from None
+    if not isinstance(document, dict):
+        raise PackageError(f"not a package: the JSON document is a {type(document).__name__}, not an object")
+    return document
+
+
+def check_common(document: dict) -> str:
+    """Check what every package kind shares (format, version, members, bits, sha256); return the kind."""
+    if document.get("format") != FORMAT:
+        raise PackageError(f"not an ldp-designer mechanism package (format {document.get('format')!r}, expected {FORMAT!r})")
+    version = document.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise PackageError(f"unsupported schema_version {version!r}: this client reads version {SCHEMA_VERSION}")
+    kind = document.get("kind")
+    if kind not in KINDS:
+        raise PackageError(f"unknown package kind {kind!r} (this client samples {', '.join(KINDS)})")
+    missing = [member for member in MEMBERS[kind] if member not in document]
+    unknown = sorted(set(document) - set(MEMBERS[kind]))
+    if missing or unknown:
+        raise PackageError(f"package members: missing {missing}, unknown {unknown}")
+    bits = document["bits"]
+    if isinstance(bits, bool) or not isinstance(bits, int) or not MIN_BITS <= bits <= MAX_BITS:
+        raise PackageError(f"bits must be an integer from {MIN_BITS} to {MAX_BITS}, got {bits!r}")
+    sha = document["sha256"]
+    if not isinstance(sha, str) or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        raise PackageError("sha256 must be 64 lower-case hex digits")
+    return kind
+
+
+def check_structure(document: dict) -> list[list[int]]:
+    """Check a ``table`` package's members, types and table; return the table as integers.
+
+    Raises :class:`PackageError` naming the first problem: missing or unknown
+    members, another format or schema version, labels that are not distinct
+    strings, table entries that are not decimal integer strings, a row whose
+    sum is not ``2^bits``. (E's entries and the certificate's meaning are
+    checked by :mod:`designer.deploy.package`.)
+    """
+    if check_common(document) != "table":
+        raise PackageError(f"a {document['kind']} package has no table")
+    bits = document["bits"]
+    inputs, outputs = _labels(document, "inputs"), _labels(document, "outputs")
+    rows = document["table"]
+    if not isinstance(rows, list) or len(rows) != len(inputs):
+        raise PackageError(f"table must be a list of {len(inputs)} rows (one per input)")
+    total = 1 << bits
+    table = []
+    for x, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != len(outputs):
+            raise PackageError(f"table row {x} must be a list of {len(outputs)} entries (one per output)")
+        values = []
+        for y, entry in enumerate(row):
+            values.append(_decimal(entry, f"table row {x}, column {y}"))
+        if sum(values) != total:
+            raise PackageError(f"table row {x} sums to {sum(values)}, not 2^{bits} = {total}")
+        table.append(values)
+    return table
+
+
+def check_hadamard_structure(document: dict) -> tuple[list[int], int]:
+    """Check a ``block-hadamard`` package; return its block sizes and its coin threshold.
+
+    ``block_sizes`` are decimal strings of positive integers (consecutive blocks of
+    symbols); ``coin`` is a decimal string ``T`` with ``0 < T < 2^bits``: a report falls
+    in ``S_x`` when a uniform integer in ``[0, 2^bits)`` is below ``T``.
+    """
+    if check_common(document) != "block-hadamard":
+        raise PackageError(f"a {document['kind']} package is not a block Hadamard response")
+    sizes = document["block_sizes"]
+    if not isinstance(sizes, list) or not sizes:
+        raise PackageError("block_sizes must be a non-empty list of decimal integer strings")
+    sizes = [_decimal(size, f"block_sizes[{j}]") for j, size in enumerate(sizes)]
+    if min(sizes) < 1 or max(sizes) >= 1 << 31:
+        raise PackageError("every block size must be from 1 to 2^31 - 1")
+    coin = _decimal(document["coin"], "coin")
+    if not 0 < coin < 1 << document["bits"]:
+        raise PackageError(f"coin must be between 0 and 2^{document['bits']} (exclusive), got {coin}")
+    if not isinstance(document["epsilon"], str):
+        raise PackageError("epsilon must be text (an exact level such as \"log(3)\" or \"1\")")
+    return sizes, coin
+
+
+def _decimal(entry, where: str) -> int:
+    """A non-negative integer written as a decimal string of at most 20 digits (2^64 has 20)."""
+    if (
+        not isinstance(entry, str) or not entry.isascii() or not entry.isdigit()
+        or (len(entry) > 1 and entry[0] == "0") or len(entry) > 20
+    ):
+        raise PackageError(f"{where}: {entry!r} is not a decimal integer string")
+    return int(entry)
+
+
+def verify_digest(document: dict) -> None:
+    """Raise :class:`PackageTampered` if ``sha256`` is not the digest of the canonical form."""
+    expected = package_digest(document)
+    if document.get("sha256") != expected:
+        raise PackageTampered(
+            f"SHA-256 mismatch: the package says {document.get('sha256')!r} but its content hashes to {expected!r} "
+            "(modified after it was written)"
+        )
+
+
+def _labels(document: dict, member: str) -> list[str]:
+    labels = document[member]
+    if not isinstance(labels, list) or not labels or not all(isinstance(label, str) for label in labels):
+        raise PackageError(f"{member} must be a non-empty list of strings")
+    if len(set(labels)) != len(labels):
+        raise PackageError(f"{member} labels must be distinct")
+    return labels
+
+
+class TableSampler:
+    """Draw reports from a checked package with :func:`secrets.randbits` (exact, see the module docstring).
+
+    Parameters
+    ----------
+    document : dict
+        A parsed package; its structure and SHA-256 are checked
+        (:class:`PackageError`, :class:`PackageTampered`).
+    """
+
+    def __init__(self, document: dict):
+        table = check_structure(document)
+        verify_digest(document)
+        self.bits: int = document["bits"]
+        self.inputs: list[str] = list(document["inputs"])
+        self.outputs: list[str] = list(document["outputs"])
+        self.thresholds: list[list[int]] = [_cumulative(row) for row in table]
+        self._index = {label: x for x, label in enumerate(self.inputs)}
+
+    @classmethod
+    def from_file(cls, path: str) -> "TableSampler":
+        """Read, check and load a package file."""
+        with open(path, encoding="utf-8") as handle:
+            return cls(parse_package(handle.read()))
+
+    def sample(self, x: int) -> int:
+        """One report (output index) for input index ``x``: ``P(Y = y) = T[x, y] / 2^b`` exactly."""
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < len(self.thresholds):
+            raise ValueError(f"input index must be an integer in 0..{len(self.thresholds) - 1}, got {x!r}")
+        return bisect.bisect_right(self.thresholds[x], secrets.randbits(self.bits))
+
+    def report(self, label: str) -> str:
+        """One report (output label) for an input label."""
+        if label not in self._index:
+            raise ValueError(f"unknown input label {label!r}")
+        return self.outputs[self.sample(self._index[label])]
+
+    def counts(self, x: int, n: int) -> list[int]:
+        """How often each output is reported in ``n`` independent draws for input index ``x``."""
+        tally = [0] * len(self.outputs)
+        for _ in range(n):
+            tally[self.sample(x)] += 1
+        return tally
+
+
+class HadamardSampler:
+    """Block Hadamard response (context-aware-ldp.md, Section 6.1) drawn exactly with :mod:`secrets`.
+
+    Symbol x, at position ``i`` of its block of size ``k_j`` (``K_j = 2^ceil(log2(k_j + 1))``
+    outputs from ``offset_j``), uses Hadamard row ``r = i + 1``; ``S_x`` is the set of columns
+    c with ``popcount(r & c)`` even (``K_j / 2`` of them). One draw: a uniform column
+    ``c = randbits(log2 K_j)``, a coin ``randbits(b) < T`` ("report inside ``S_x``"), and if
+    the parity of c disagrees with the coin, ``c ^= r & -r`` (flip the lowest set bit of r:
+    a bijection between ``S_x`` and its complement). So, exactly,
+    ``P(offset_j + c | x) = 2 T / (K_j 2^b)`` for c in ``S_x`` and
+    ``2 (2^b - T) / (K_j 2^b)`` otherwise; zero outside block j.
+    """
+
+    def __init__(self, document: dict):
+        sizes, self.coin = check_hadamard_structure(document)
+        verify_digest(document)
+        self.bits: int = document["bits"]
+        self.block_sizes = sizes
+        self.starts = _cumulative([0] + sizes)[:-1]
+        self.hadamard_sizes = [1 << size.bit_length() for size in sizes]
+        self.offsets = _cumulative([0] + self.hadamard_sizes)[:-1]
+        self.k = sum(sizes)
+        self.n_outputs = sum(self.hadamard_sizes)
+
+    def sample(self, x: int) -> int:
+        """One report (global output index) for symbol ``x``."""
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < self.k:
+            raise ValueError(f"input index must be an integer in 0..{self.k - 1}, got {x!r}")
+        block = bisect.bisect_right(self.starts, x) - 1
+        row = x - self.starts[block] + 1
+        size = self.hadamard_sizes[block]
+        column = secrets.randbits(size.bit_length() - 1)
+        inside = secrets.randbits(self.bits) < self.coin
+        if (bin(row & column).count("1") % 2 == 0) != inside:
+            column ^= row & -row
+        return self.offsets[block] + column
+
+    def counts(self, x: int, n: int) -> list[int]:
+        """Counts of ``n`` reports for symbol ``x`` over the outputs of its block (``K_j`` entries)."""
+        block = bisect.bisect_right(self.starts, x) - 1
+        tally = [0] * self.hadamard_sizes[block]
+        for _ in range(n):
+            tally[self.sample(x) - self.offsets[block]] += 1
+        return tally
+
+
+def load_sampler(document: dict) -> "TableSampler | HadamardSampler":
+    """The sampler of a package's kind (structure and SHA-256 checked)."""
+    return HadamardSampler(document) if document.get("kind") == "block-hadamard" else TableSampler(document)
+
+
+def _cumulative(row: list[int]) -> list[int]:
+    """Thresholds ``c_y = T[0] + ... + T[y]``; ``bisect_right(c, u)`` is the report for ``u``."""
+    total, out = 0, []
+    for value in row:
+        total += value
+        out.append(total)
+    return out

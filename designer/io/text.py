@@ -1,0 +1,64 @@
+"""Reading an input file's text: size-bounded, UTF-8 (a leading BOM is dropped), never binary.
+
+Every failure is an :class:`InputError` whose message is one line naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+#: Input files larger than this are refused before they exhaust memory (``--E /dev/zero``).
+MAX_INPUT_BYTES = 1 << 30
+#: The UTF-8 byte-order mark some spreadsheets write at the start of a CSV file.
+UTF8_BOM = b"\xef\xbb\xbf"
+_PROBE_BYTES = 1 << 16
+
+
+class InputError(ValueError):
+    """Bad user input; ``str(error)`` is one line naming file, row and value."""
+
+
+def read_bytes(path: str | Path, what: str) -> bytes:
+    """The file's bytes without a leading UTF-8 BOM.
+
+    Raises :class:`InputError` for a missing/unreadable file, a folder, more than
+    :data:`MAX_INPUT_BYTES`, or binary content (a NUL byte), which is detected
+    in the first 64 KiB before reading on (so a device like ``/dev/zero`` is
+    refused at once).
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            chunks = [handle.read(_PROBE_BYTES)]
+            if b"\x00" in chunks[0]:
+                raise InputError(f"{path}: the {what} file is binary, not CSV text (it contains NUL bytes)")
+            size = len(chunks[0])
+            if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                if os.fstat(handle.fileno()).st_size > MAX_INPUT_BYTES:
+                    raise InputError(f"{path}: the {what} file is larger than {MAX_INPUT_BYTES >> 20:,} MiB")
+                chunks.append(handle.read())  # one read of a regular file's rest (no copy per chunk)
+                size += len(chunks[-1])
+            while chunks[-1] and size <= MAX_INPUT_BYTES:
+                chunks.append(handle.read(min(MAX_INPUT_BYTES + 1 - size, 1 << 24) or 1))
+                size += len(chunks[-1])
+    except OSError as error:
+        reason = error.strerror or error.__class__.__name__
+        raise InputError(f"{path}: cannot read the {what} file ({error.__class__.__name__}: {reason})") from None
+    if size > MAX_INPUT_BYTES:
+        raise InputError(f"{path}: the {what} file is larger than {MAX_INPUT_BYTES >> 20:,} MiB")
+    data = b"".join(chunks)
+    if b"\x00" in data:
+        raise InputError(f"{path}: the {what} file is binary, not CSV text (it contains NUL bytes)")
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
+
+def decode(data: bytes, path: str | Path, what: str) -> str:
+    """UTF-8 text of ``data``; a decoding error names the byte offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{path}: the {what} file is not UTF-8 text (byte {error.start:,} is 0x{data[error.start]:02x})"
+        ) from None

@@ -1,0 +1,70 @@
+"""Shared helpers of the deployment tests: random E-LDP channels and a chi-square goodness of fit."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from designer.channel import Channel
+from designer.spec import PrivacyMatrix
+
+#: A correct sampler fails this p-value threshold with probability 1e-6 per check.
+P_VALUE_FLOOR = 1e-6
+
+
+def random_tight_channel(rng: np.random.Generator, k: int, m: int, blocks: bool, exact_levels: bool):
+    """A random rational channel and an asymmetric E that it meets with equality on every finite pair.
+
+    With ``blocks``, inputs and outputs are split in two groups and a row is zero outside
+    its group (so cross-group E entries are inf); 20% of the other pairs get inf as well.
+    ``exact_levels`` writes ``E[x, x'] = log(max_y Q[x,y] / Q[x',y])`` (exactly tight);
+    otherwise the float of that logarithm (tight up to its last bit, either side).
+    """
+    row_group = rng.integers(0, 2, size=k) if blocks else np.zeros(k, dtype=int)
+    column_group = (np.arange(m) % 2) if blocks else np.zeros(m, dtype=int)
+    weights = rng.integers(1, 1000, size=(k, m))
+    weights = np.where(row_group[:, None] == column_group[None, :], weights, 0)
+    rows = [[Fraction(int(v), int(row.sum())) for v in row] for row in weights]
+    levels = np.empty((k, k), dtype=object)
+    for x in range(k):
+        for x_prime in range(k):
+            if x == x_prime:
+                levels[x, x_prime] = "0"
+                continue
+            support_break = any(rows[x][y] > 0 and rows[x_prime][y] == 0 for y in range(m))
+            if support_break or rng.random() < 0.2:
+                levels[x, x_prime] = "inf"
+                continue
+            ratio = max(max(rows[x][y] / rows[x_prime][y] for y in range(m) if rows[x][y] > 0), Fraction(1))
+            levels[x, x_prime] = f"log({ratio})" if exact_levels else repr(float(np.log(float(ratio))))
+    return Channel(rows), PrivacyMatrix(levels)
+
+
+def chi_square_p_value(counts, table_row, total: int) -> float:
+    """p-value of Pearson's chi-square test of ``counts`` against ``table_row / total``.
+
+    Outputs with probability zero must have count zero (else p = 0); they are left out.
+    """
+    from scipy.stats import chisquare
+
+    counts = np.asarray(counts, dtype=float)
+    probabilities = np.array([int(value) for value in table_row], dtype=float) / total
+    if np.any(counts[probabilities == 0] > 0):
+        return 0.0
+    support = probabilities > 0
+    expected = probabilities[support] * counts.sum()
+    if support.sum() == 1:
+        return 1.0
+    return float(chisquare(counts[support], expected).pvalue)
+
+
+def wrong_row(table_row, total: int, share: float = 0.02) -> list[int]:
+    """The row with ``share`` of the mass moved from its largest entry to the smallest positive one."""
+    row = [int(value) for value in table_row]
+    largest = max(range(len(row)), key=row.__getitem__)
+    smallest = min((y for y in range(len(row)) if row[y] > 0 and y != largest), key=row.__getitem__)
+    moved = int(share * total)
+    row[largest] -= moved
+    row[smallest] += moved
+    return row

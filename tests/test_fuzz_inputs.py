@@ -1,0 +1,197 @@
+"""Every file input of every command is fuzz-proof (property-based, hypothesis).
+
+Random byte strings and malformed-but-plausible CSV files (ragged rows, huge
+fields, unterminated quotes, nested fractions, nan, -0.0, -1e-300, 1e400, empty
+files, binary, a BOM, wrong shapes) are fed to the real console entry point
+``designer.cli.main`` (in-process: ``sys.argv`` set, ``SystemExit`` caught), one
+input slot at a time, the other inputs valid. The contract:
+
+* a file holding a *poison* (a cell no reader may accept) exits 2;
+* any exit 2 prints exactly one line, on stderr, starting ``error: ``, and leaves
+  no output file;
+* nothing ever raises out of ``main`` (a traceback), nor warns (a warning would
+  be a second stderr line), whatever the exit code.
+
+Examples are derandomised (fixed, reproducible in CI) and few per slot so the
+whole module runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from designer import cli
+
+GOOD = {
+    "E": "0,1,1\n1,0,1\n1,1,0\n",
+    "Q": "0.5,0.25,0.25\n0.25,0.5,0.25\n0.25,0.25,0.5\n",
+    "records": "s,u\na,x\na,y\nb,x\nb,y\na,x\nb,y\n",
+    "Q4": "0.4,0.2,0.2,0.2\n0.2,0.4,0.2,0.2\n0.2,0.2,0.4,0.2\n0.2,0.2,0.2,0.4\n",
+    "reports": "0,0\n1,1\n2,2\n0,1\n",
+}
+
+#: (name, arguments with FILE for the fuzzed input, the output the command would write, numeric?)
+SLOTS = [
+    ("certify E", ["certify", "--E", "FILE", "--channel", "{Q}"], None, True),
+    ("certify channel", ["certify", "--E", "{E}", "--channel", "FILE"], None, True),
+    ("certify --exact E", ["certify", "--exact", "--E", "FILE", "--channel", "{Q}"], None, True),
+    ("certify --exact channel", ["certify", "--exact", "--E", "{E}", "--channel", "FILE"], None, True),
+    ("spec graph", ["spec", "metric", "--graph", "FILE", "--out", "OUT"], "OUT", False),
+    ("spec distance", ["spec", "metric", "--distance", "FILE", "--out", "OUT"], "OUT", True),
+    ("design E", ["design", "--E", "FILE", "--out", "OUT"], "OUT", True),
+    ("design prior", ["design", "--E", "{E}", "--prior", "FILE", "--out", "OUT"], "OUT", True),
+    ("design alternative", ["design", "--E", "{E}", "--utility", "kl", "--alternative", "FILE", "--out", "OUT"], "OUT", True),
+    ("design loss", ["design", "--E", "{E}", "--utility", "expected-loss", "--loss", "FILE", "--out", "OUT"], "OUT", True),
+    ("robust data", ["robust", "--data", "FILE", "--secret", "s", "--public", "u", "--eps", "1", "--protocol", "grr", "--out", "OUT"], "OUT", False),
+    ("certify-robust data", ["certify-robust", "--data", "FILE", "--secret", "s", "--public", "u", "--eps", "1", "--channel", "{Q4}"], None, False),
+    ("certify-robust channel", ["certify-robust", "--data", "{records}", "--secret", "s", "--public", "u", "--eps", "1", "--channel", "FILE"], None, True),
+    ("simulate distribution", ["simulate", "--mechanism", "grr", "--k", "3", "--eps", "1", "--n", "50", "--seed", "0", "--dist", "FILE"], None, True),
+    ("simulate block sizes", ["simulate", "--mechanism", "block-hr", "--k", "3", "--eps", "1", "--n", "50", "--seed", "0", "--blocks", "FILE"], None, True),
+    ("strategy E", ["strategy", "--workload", "identity", "--strategy", "identity", "--E", "FILE", "--out", "OUT"], "OUT", True),
+    ("strategy workload", ["strategy", "--workload", "FILE", "--strategy", "identity", "--E", "{E}", "--out", "OUT"], "OUT", True),
+    ("strategy strategy", ["strategy", "--workload", "identity", "--strategy", "FILE", "--E", "{E}", "--out", "OUT"], "OUT", True),
+    ("package channel", ["package", "--E", "{E}", "--channel", "FILE", "--out", "OUT"], "OUT", True),
+    ("package prior", ["package", "--E", "{E}", "--channel", "{Q}", "--prior", "FILE", "--out", "OUT"], "OUT", True),
+    ("verify-package", ["verify-package", "FILE"], None, False),
+    ("audit E", ["audit", "--E", "FILE", "--reports", "{reports}", "--seed", "0"], None, True),
+    ("audit declared", ["audit", "--E", "{E}", "--reports", "{reports}", "--declared", "FILE", "--seed", "0"], None, True),
+]
+
+#: Cells no numeric reader accepts, in any mode (each makes a file bad input).
+NUMERIC_POISONS = ["1/2/4", "nan", "abc", "1/0", "0x10", "1_0", "--1", "1e99999999", "log(2", "0.5.5"]
+#: Damage no reader accepts, whatever the file holds (CSV structure, encoding).
+STRUCTURAL_POISONS = ["unterminated quote", "huge field", "binary", "not utf-8", "empty"]
+#: Plausible cells that may or may not be valid where they land.
+FILLERS = ["0.5", "0.25", "0", "-0.0", "-1e-300", "1e400", "1e-400", "1.2e-323", "inf", "1", "2", "1/3", "log(2)", " 0.5 ", ""]
+
+
+def _run(arguments: list[str]) -> tuple[int, str, str, list]:
+    """Run ``ldp-designer arguments`` through the console entry point; (exit code, stdout, stderr, warnings)."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv
+    sys.argv = ["ldp-designer", *arguments]
+    try:
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            warnings.simplefilter("always")
+            try:
+                cli.main()
+            except SystemExit as stop:
+                code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            else:
+                code = 0
+    finally:
+        sys.argv = saved
+    return code, out.getvalue(), err.getvalue(), list(caught)
+
+
+@pytest.fixture(scope="module")
+def good_files(tmp_path_factory) -> dict[str, str]:
+    folder = tmp_path_factory.mktemp("good")
+    paths = {}
+    for name, text in GOOD.items():
+        path = folder / f"{name}.csv"
+        path.write_text(text)
+        paths[name] = str(path)
+    return paths
+
+
+def _damage(rows: list[list[str]], poison: str) -> bytes:
+    """CSV bytes of ``rows`` with one structural poison applied."""
+    text = "\n".join(",".join(row) for row in rows) + "\n"
+    if poison == "unterminated quote":
+        return ('"' + text).encode()
+    if poison == "huge field":
+        return (text + "0." + "1" * 140_000 + "\n").encode()
+    if poison == "binary":
+        return text.encode() + b"\x00\x01\x02"
+    if poison == "not utf-8":
+        return b"\xff\xfe" + text.encode()
+    return b""
+
+
+@st.composite
+def plausible_rows(draw) -> list[list[str]]:
+    """Rows of filler cells: a random shape (1-4 x 1-4, sometimes ragged)."""
+    n_rows = draw(st.integers(1, 4))
+    ragged = draw(st.booleans())
+    width = draw(st.integers(1, 4))
+    return [
+        [draw(st.sampled_from(FILLERS)) for _ in range(draw(st.integers(1, 4)) if ragged else width)]
+        for _ in range(n_rows)
+    ]
+
+
+@st.composite
+def malformed_files(draw, numeric: bool) -> bytes:
+    """A plausible CSV (random shape, fillers, optional BOM/CRLF/comments) holding one poison."""
+    rows = draw(plausible_rows())
+    n_rows = len(rows)
+    poisons = (NUMERIC_POISONS + STRUCTURAL_POISONS) if numeric else STRUCTURAL_POISONS
+    poison = draw(st.sampled_from(poisons))
+    if poison in NUMERIC_POISONS:
+        row = draw(st.integers(0, n_rows - 1))
+        rows[row][draw(st.integers(0, len(rows[row]) - 1))] = poison
+        data = ("\n".join(",".join(row) for row in rows) + "\n").encode()
+    else:
+        data = _damage(rows, poison)
+    if draw(st.booleans()) and poison not in ("not utf-8", "empty"):
+        data = b"\xef\xbb\xbf# a comment\r\n" + data.replace(b"\n", b"\r\n")
+    return data
+
+
+def _check_contract(slot, data: bytes, tmp_path: Path, good: dict[str, str], must_fail: bool) -> None:
+    _, template, output, _ = slot
+    target = tmp_path / "input.csv"
+    target.write_bytes(data)
+    out = tmp_path / "out.csv"
+    out.unlink(missing_ok=True)
+    arguments = [
+        str(target) if part == "FILE" else str(out) if part == "OUT" else part.format(**good) for part in template
+    ]
+    code, stdout, stderr, caught = _run(arguments)
+    assert not caught, f"{slot[0]}: warnings {[str(w.message) for w in caught]}"
+    assert "Traceback" not in stderr + stdout
+    if must_fail:
+        assert code == 2, f"{slot[0]}: exit {code} for {data[:80]!r}: {stderr or stdout}"
+    if code == 2:
+        lines = stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), f"{slot[0]}: stderr {stderr!r}"
+        assert not out.exists(), f"{slot[0]}: an output file was written on bad input"
+
+
+@pytest.mark.parametrize("slot", SLOTS, ids=[slot[0] for slot in SLOTS])
+@settings(max_examples=12, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_malformed_files_are_one_line_exit_2(slot, data, tmp_path, good_files):
+    _check_contract(slot, data.draw(malformed_files(slot[3])), tmp_path, good_files, must_fail=True)
+
+
+@pytest.mark.parametrize("slot", SLOTS, ids=[slot[0] for slot in SLOTS])
+@settings(max_examples=6, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300))
+def test_random_bytes_never_crash(slot, data, tmp_path, good_files):
+    _check_contract(slot, data, tmp_path, good_files, must_fail=False)
+
+
+@pytest.mark.parametrize("slot", SLOTS, ids=[slot[0] for slot in SLOTS])
+@settings(max_examples=8, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=plausible_rows())
+def test_plausible_files_are_decided_or_refused_in_one_line(slot, rows, tmp_path, good_files):
+    """Fillers only (-0.0, -1e-300, 1e400, 1e-400, subnormals, inf, wrong shapes): valid or one clean line."""
+    data = ("\n".join(",".join(row) for row in rows) + "\n").encode()
+    _check_contract(slot, data, tmp_path, good_files, must_fail=False)
+
+
+@pytest.mark.parametrize("slot", SLOTS, ids=[slot[0] for slot in SLOTS])
+@pytest.mark.parametrize("poison", STRUCTURAL_POISONS)
+def test_every_structural_poison_in_every_slot(slot, poison, tmp_path, good_files):
+    """The issue's findings, in every command: huge field, unterminated quote, binary, bad encoding, empty."""
+    _check_contract(slot, _damage([["0.5", "0.5"], ["0.5", "0.5"]], poison), tmp_path, good_files, must_fail=True)
