@@ -153,7 +153,8 @@ def certify(
         of metric-ldp-range-counting.md (:func:`~designer.matrix_mechanism.certify_strategy`).
     epsilon : PrivacyMatrix or array (k, k)
     exact : bool
-        Decide every comparison exactly (see module docstring); channels only.
+        Decide every comparison exactly (see module docstring); for a strategy,
+        Proposition 1 with no tolerance (it is decided in rational arithmetic anyway).
     tolerance : float
         Float mode only: absolute slack in log space.
 
@@ -165,9 +166,9 @@ def certify(
         from designer.matrix_mechanism import Strategy, certify_strategy
 
         if isinstance(channel, Strategy):
-            if exact:
-                raise ValueError("exact mode certifies channels; a strategy is certified by Proposition 1 in floating point")
-            return certify_strategy(channel, epsilon, tolerance)
+            # Proposition 1 for the released discrete Laplace noise is decided in rational
+            # arithmetic; exact mode allows no tolerance at all.
+            return certify_strategy(channel, epsilon, 0.0 if exact else tolerance)
     channel = channel if isinstance(channel, Channel) else Channel(channel)
     epsilon = epsilon if isinstance(epsilon, PrivacyMatrix) else PrivacyMatrix(epsilon)
     if channel.k != epsilon.k:

@@ -21,6 +21,8 @@ from designer.commands import spec as spec_command
 from designer.commands import range as range_command
 from designer.commands import audit as audit_command
 from designer.commands import deploy as deploy_command
+from designer.commands import estimate as estimate_command
+from designer.commands import sweep as sweep_command
 
 app = typer.Typer(
     name="ldp-designer",
@@ -30,7 +32,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-COMMAND_MODULES = [certify_command, spec_command, design_command, demo_command, robust_command, simulate_command, range_command, deploy_command, audit_command]
+COMMAND_MODULES = [certify_command, spec_command, design_command, demo_command, robust_command, simulate_command, range_command, deploy_command, audit_command, sweep_command, estimate_command]
 for module in COMMAND_MODULES:
     module.register(app)
 

@@ -20,13 +20,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from designer.estimation import l2_error, tv_distance
 from designer.io import read_vector
-from designer.mechanisms.base import Mechanism
 from solvers.hadamard import project_onto_simplex
+
+if TYPE_CHECKING:
+    from designer.mechanisms.base import Mechanism
 
 #: Users per streamed chunk.
 SIMULATION_CHUNK = 1 << 21

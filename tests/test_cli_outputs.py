@@ -18,8 +18,13 @@ from designer.io import InputError, check_destinations, json_writer, matrix_csv_
 
 runner = CliRunner()
 E_FILE = str(example_path("ldp4_E.csv"))
-#: A path that rich would read as markup ([/b] closes nothing, [foo] is a style) and an emoji code.
-AWKWARD = "out[/b][foo]:smile:.csv"
+
+
+def awkward(tmp_path: Path, name: str) -> Path:
+    """``.../out[/b][foo]:smile:NAME``: rich would read [/b] and [foo] as markup, :smile: as an emoji."""
+    folder = tmp_path / "out["
+    folder.mkdir(exist_ok=True)
+    return folder / f"b][foo]:smile:{name}"
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -29,7 +34,7 @@ def leftovers(folder: Path) -> list[str]:
 
 def one_line_error(result) -> str:
     assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
     message = result.stderr.strip()
     assert len(message.splitlines()) == 1 and message.startswith("error: "), message
     return message
@@ -152,22 +157,20 @@ def test_design_into_dev_null_keeps_the_device_and_writes_the_summary(tmp_path):
 
 
 def test_design_prints_an_awkward_path_verbatim(tmp_path):
-    folder = tmp_path / "out["
-    folder.mkdir()
-    out = folder / AWKWARD
-    awkward_e = tmp_path / "E[/b][x].csv"
+    out = awkward(tmp_path, "Q.csv")
+    awkward_e = awkward(tmp_path, "E.csv")
     awkward_e.write_text(Path(E_FILE).read_text())
     result = runner.invoke(app, ["design", "--E", str(awkward_e), "--out", str(out), "--summary", str(out) + ".json"])
     assert result.exit_code == 0, result.output
     assert f"channel written to {out}" in result.stdout.replace("\n", "")
     assert f"summary written to {out}.json" in result.stdout.replace("\n", "")
-    assert "E[/b][x].csv" in result.stdout
+    assert "b][foo]:smile:E.csv" in result.stdout
     assert read_channel(out).k == 4
 
 
 # ------------------------------------------------------------ the other commands
 def test_spec_prints_an_awkward_path_and_refuses_a_folder(tmp_path):
-    out = tmp_path / AWKWARD
+    out = awkward(tmp_path, "E.csv")
     result = runner.invoke(app, ["spec", "ldp", "--k", "3", "--eps", "0.5", "--out", str(out)])
     assert result.exit_code == 0 and str(out) in result.stdout.replace("\n", "")
     assert np.array_equal(np.genfromtxt(out, delimiter=","), 0.5 * (1 - np.eye(3)))
@@ -176,15 +179,15 @@ def test_spec_prints_an_awkward_path_and_refuses_a_folder(tmp_path):
 
 
 def test_strategy_prints_awkward_paths_and_checks_out_before_designing(tmp_path):
-    e_file = tmp_path / "E[/b].csv"
+    e_file = awkward(tmp_path, "E.csv")
     e_file.write_text("0,1,2\n1,0,1\n2,1,0\n")
-    workload = tmp_path / "W[/b][foo].csv"
+    workload = awkward(tmp_path, "W.csv")
     workload.write_text("1,0,0\n1,1,0\n1,1,1\n")
-    out = tmp_path / "strategy[/b].json"
+    out = awkward(tmp_path, "strategy.json")
     result = runner.invoke(app, ["strategy", "--workload", str(workload), "--E", str(e_file), "--out", str(out)])
     assert result.exit_code == 0, result.output
     text = result.stdout.replace("\n", "")
-    assert "W[/b][foo].csv workload" in text and f"wrote {out}" in text
+    assert "b][foo]:smile:W.csv workload" in text and f"wrote {out}" in text
     assert json.loads(out.read_text())["certificate"]["verdict"] == "certified"
     folder = tmp_path / "f"
     folder.mkdir()
@@ -193,7 +196,7 @@ def test_strategy_prints_awkward_paths_and_checks_out_before_designing(tmp_path)
 
 
 def test_simulate_prints_an_awkward_distribution_path_verbatim(tmp_path):
-    weights = tmp_path / "p[/b][foo]:smile:.csv"
+    weights = awkward(tmp_path, "p.csv")
     weights.write_text("1,2,3,4\n")
     result = runner.invoke(app, ["simulate", "--mechanism", "grr", "--k", "4", "--eps", "1", "--n", "1000",
                                  "--dist", str(weights), "--seed", "1"])
@@ -202,7 +205,7 @@ def test_simulate_prints_an_awkward_distribution_path_verbatim(tmp_path):
 
 
 def test_certify_names_an_awkward_input_path_in_its_error(tmp_path):
-    channel = tmp_path / "Q[/b][foo].csv"
+    channel = awkward(tmp_path, "Q.csv")
     channel.write_text("0.5,0.5\n0.5\n")
     message = one_line_error(runner.invoke(app, ["certify", "--E", E_FILE, "--channel", str(channel)]))
     assert str(channel) in message
@@ -212,7 +215,7 @@ def test_certify_names_an_awkward_input_path_in_its_error(tmp_path):
 def awkward_records(tmp_path) -> Path:
     """Records whose secret labels look like rich markup and an emoji code."""
     rng = np.random.default_rng(3)
-    path = tmp_path / "records[/b].csv"
+    path = awkward(tmp_path, "records.csv")
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["secret", "public"])
@@ -222,7 +225,7 @@ def awkward_records(tmp_path) -> Path:
 
 
 def test_robust_prints_an_awkward_out_path(awkward_records, tmp_path):
-    out = tmp_path / AWKWARD
+    out = awkward(tmp_path, "Q.csv")
     result = runner.invoke(app, ["robust", "--data", str(awkward_records), "--secret", "secret", "--public", "public",
                                  "--eps", "1", "--protocol", "grr", "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -238,3 +241,32 @@ def test_certify_robust_prints_markup_like_labels_verbatim(awkward_records, tmp_
     assert result.exit_code == 1, result.output  # the identity channel reveals the secret
     text = result.stdout.replace("\n", "")
     assert "s=[/b]" in text and "s'=[foo]:smile:" in text or "s=[foo]:smile:" in text and "s'=[/b]" in text
+
+
+def test_a_folder_that_refuses_files_is_one_line_naming_the_output_not_the_temporary(tmp_path):
+    first = tmp_path / "ok.csv"
+    with pytest.raises(InputError, match=r"^/proc/Q.csv: cannot write in the folder /proc \("):
+        write_files([(first, matrix_csv_writer([[1.0]])), ("/proc/Q.csv", matrix_csv_writer([[1.0]]))])
+    assert list(tmp_path.iterdir()) == []  # the first file was staged, then removed
+
+
+def test_a_socket_is_refused(tmp_path):
+    import socket
+
+    path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        with pytest.raises(InputError, match="is a socket, not a file"):
+            check_destinations([path])
+    finally:
+        server.close()
+
+
+def test_a_stream_that_fails_leaves_no_file(tmp_path):
+    """/dev/full refuses every write (ENOSPC): the regular file staged beside it is never renamed."""
+    with pytest.raises(OSError, match="No space left"):
+        write_files([(tmp_path / "Q.csv", matrix_csv_writer([[1.0]])), ("/dev/full", json_writer({"k": 1}))])
+    assert list(tmp_path.iterdir()) == []
+    result = design("--out", str(tmp_path / "Q.csv"), "--summary", "/dev/full")
+    assert "No space left" in one_line_error(result) and list(tmp_path.iterdir()) == []

@@ -247,8 +247,7 @@ def test_certifier_verdict_margin_and_violations():
     generic = certify(too_little_noise, E)  # the foundation certify dispatches on a strategy
     assert generic.verdict == "violated" and generic.margin == certificate.margin
     assert certify(designed, E).certified and certify(designed, E).margin == pytest.approx(0.0, abs=1e-8)
-    with pytest.raises(ValueError, match="exact mode"):
-        certify(designed, E, exact=True)
+    assert certify(designed, E, exact=True).certified  # Proposition 1 decided with no tolerance
     no_noise = Strategy(np.eye(3), np.eye(3), np.zeros(3))
     certificate = certify_strategy(no_noise, line_metric(3, 1.0))
     assert certificate.margin == -math.inf and not certificate.certified
@@ -414,3 +413,16 @@ def test_overcomplete_rejects_a_start_that_is_not_private_and_respond_validates(
     strategy = design_strategy(identity_workload(m), E, np.eye(m))
     with pytest.raises(ValueError, match="integers in 0..3"):
         strategy.respond(np.array([0, 4]), np.random.default_rng(0))
+
+
+def test_certify_strategy_exact_mode_allows_no_tolerance():
+    """certify(strategy, E, exact=True) decides Proposition 1 with tolerance 0; float mode keeps its slack."""
+    from designer import certify
+
+    epsilon = PrivacyMatrix.metric(np.abs(np.subtract.outer(np.arange(8), np.arange(8))), 0.5)
+    strategy = design_strategy(prefix_workload(8), epsilon, prefix_strategy(8))
+    assert certify(strategy, epsilon, exact=True).verdict == "certified"
+    # shrink E by 1e-12 (relative): inside the float tolerance 1e-9, but a violation exactly
+    tighter = PrivacyMatrix(epsilon.epsilon * (1 - 1e-12))
+    assert certify(strategy, tighter, exact=True).verdict == "violated"
+    assert certify(strategy, tighter).verdict == "certified"

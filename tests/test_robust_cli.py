@@ -159,3 +159,15 @@ def test_ue_cr_too_large_to_write(tmp_path):
                                  "--protocol", "ue-cr", "--out", str(out)])
     assert result.exit_code == 2 and "(|U|+1)^|S| = 4826809 outputs" in result.output
     assert not out.exists()
+
+
+def test_robust_refuses_bad_destinations_before_designing(records, tmp_path, monkeypatch):
+    """A folder or a path given twice is refused before the design runs (the designer is never called)."""
+    import designer.commands.robust as robust_module
+
+    monkeypatch.setattr(robust_module, "designers", lambda: pytest.fail("the design ran before the paths were checked"))
+    folder = runner.invoke(app, ["robust", *base(records), "--protocol", "grr", "--out", str(tmp_path)])
+    assert folder.exit_code == 2 and "is a folder" in folder.output
+    twice = tmp_path / "Q.csv"
+    result = runner.invoke(app, ["robust", *base(records), "--protocol", "grr", "--out", str(twice), "--package", str(twice)])
+    assert result.exit_code == 2 and "given twice" in result.output and not twice.exists()

@@ -164,8 +164,8 @@ def strategy_command(
     A, strategy_name = _named_or_file(strategy, strategies, m, "strategy")
     if A.shape[0] < m:
         raise InputError(f"{strategy}: the strategy needs at least m = {m} rows, got {A.shape[0]}")
-    if n < 1:
-        raise ValueError(f"--n must be >= 1, got {n}")
+    if not 1 <= n <= 2**53:  # the total error is a float: n must convert exactly
+        raise ValueError(f"--n must be between 1 and 2^53 = {2**53:,}, got {n}")
     start = time.perf_counter()
     history = None
     if A.shape[0] == m:

@@ -241,13 +241,14 @@ def robust_command(
     Exit 0 certified, 1 violated, 3 inconclusive, 2 bad input. With --verify (PolyOpt)
     the optimality proof is reported too; it does not change the exit code.
     """
-    from designer.io import write_matrix_csv
+    from designer.io import check_destinations, write_matrix_csv
     from designer.robust.certify import certify_robust
     from designer.robust.confidence import ConfidenceSet
 
-    design = designers()[protocol.value]
     start = time.perf_counter()
     _check_design_options(epsilon, protocol, method, verify, max_seconds)
+    check_destinations([path for path in (out, package) if path is not None])  # before any work
+    design = designers()[protocol.value]
     if protocol is Protocol.polyopt:
         design = functools.partial(design, method=method.value)
     confidence = ConfidenceSet.from_csv(data, secret, public, alpha)

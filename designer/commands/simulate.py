@@ -126,7 +126,7 @@ def simulate_command(
     seed: int | None = typer.Option(None, "--seed", help="Random seed (reproducible runs)."),
     max_seconds: float = typer.Option(
         3600.0, "--max-seconds",
-        help="Refuse, after the first 2^21 users, a run projected to take longer than this.",
+        help="Refuse, after the first 2^21 users, a run projected to take longer than this (inf: no limit).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -140,7 +140,7 @@ def simulate_command(
     if n < 1:
         raise ValueError(f"--n must be >= 1, got {n}")
     if not max_seconds > 0:
-        raise ValueError(f"--max-seconds must be a positive number, got {max_seconds!r}")
+        raise ValueError(f"--max-seconds must be a positive number (inf: no limit), got {max_seconds!r}")
     try:
         level = float(ExactEpsilon.parse(epsilon))
     except ValueError as error:

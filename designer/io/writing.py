@@ -144,9 +144,13 @@ def check_destinations(paths: Iterable[str | Path]) -> list[Destination]:
 
 def _staged_write(target: Path, write: Callable[[object], None]) -> Path:
     """Write to a temporary file beside ``target`` (mode 0666 less the umask); return its path."""
-    handle = tempfile.NamedTemporaryFile(
-        "w", dir=target.parent, prefix=f".{target.name[:_STAGED_NAME_PREFIX]}.", suffix=".tmp", delete=False
-    )
+    try:
+        handle = tempfile.NamedTemporaryFile(
+            "w", dir=target.parent, prefix=f".{target.name[:_STAGED_NAME_PREFIX]}.", suffix=".tmp", delete=False
+        )
+    except OSError as error:
+        reason = error.strerror or error.__class__.__name__
+        raise InputError(f"{target}: cannot write in the folder {target.parent} ({reason})") from None
     try:
         with handle:
             write(handle)

@@ -107,7 +107,7 @@ def parse_plan(document: dict, base: str | Path = ".", source: str = "") -> Plan
     try:
         cells = build_cells(task, name, epsilons, document, Path(base))
     except (ValueError, TypeError, KeyError) as error:
-        message = str(error).strip("'\"") or error.__class__.__name__
+        message = (f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else str(error)) or error.__class__.__name__
         raise PlanError(message.splitlines()[0]) from None
     if not cells:
         raise PlanError("the plan has no cells")

@@ -52,7 +52,7 @@ class ResultStore:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = pa.schema([(name, getattr(pa, kind)() if kind != "string" else pa.string()) for name, kind in COLUMNS.items()])
+        schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in COLUMNS.items()])
         table = pa.Table.from_pylist([{name: row.get(name) for name in COLUMNS} for row in rows], schema=schema)
         self.path.mkdir(parents=True, exist_ok=True)
         final = self.path / f"part-{time.time_ns():020d}-{os.getpid()}.parquet"

@@ -1,0 +1,84 @@
+"""``ldp-designer sweep``: run a TOML plan of designs as Dask tasks into a resumable Parquet store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from designer.commands import guarded
+
+#: Exit code after Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
+
+@guarded
+def sweep_command(
+    plan: Path = typer.Argument(..., help="The plan (TOML; see designer/sweep/plan.py and benchmarks/plans/)."),
+    out: Path = typer.Option(..., "--out", help="Results directory of Parquet parts (resumed when it exists)."),
+    scheduler: str = typer.Option(None, "--scheduler", help="A running Dask scheduler, e.g. tcp://host:8786."),
+    workers: int = typer.Option(None, "--workers", help="Worker processes of the embedded cluster (default: CPUs; 0 = serial)."),
+    cell_timeout: float = typer.Option(None, "--cell-timeout", help="Seconds after which a cell is recorded as timed out."),
+    plot: Path = typer.Option(None, "--plot", help="Also save the trade-off curves (utility vs epsilon) here (PNG, PDF, SVG)."),
+) -> None:
+    """Run every cell of PLAN not yet stored in OUT; one row per cell (inputs, objective, certified, seconds, error)."""
+    import os
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from designer.sweep import load_plan, run_sweep
+    from designer.sweep.store import ResultStore
+
+    loaded = load_plan(plan)
+    ResultStore(out)  # refuses a regular file before any work
+    if plot is not None:
+        from designer.io import check_destinations
+
+        check_destinations([plot])
+    if workers is None:
+        workers = os.cpu_count() or 1
+    console = Console(stderr=True, soft_wrap=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+    bar = progress.add_task(f"sweep {escape(loaded.name)}", total=None)
+
+    def started(todo: int, skipped: int) -> None:
+        progress.update(bar, total=todo)
+        if skipped:
+            console.print(f"resuming: {skipped} of {len(loaded.cells)} cells already stored in {escape(str(out))}")
+        progress.start()
+
+    try:
+        summary = run_sweep(loaded, out, scheduler=scheduler, workers=workers, cell_timeout=cell_timeout,
+                            progress=lambda done, todo: progress.update(bar, completed=done), on_start=started)
+    except KeyboardInterrupt:
+        _stop(progress)
+        stored = len(ResultStore(out).stored_hashes())
+        console.print(f"interrupted: {stored} of {len(loaded.cells)} cells stored in {escape(str(out))}; "
+                      "rerun the same command to resume")
+        raise typer.Exit(INTERRUPTED) from None
+    finally:
+        _stop(progress)
+    console.print(
+        f"{escape(loaded.name)}: {summary.total} cells, {summary.skipped} already stored, {summary.computed} computed "
+        f"in {summary.seconds:.1f} s, {summary.errors} failed ({summary.timed_out} timed out); results in {escape(str(out))}"
+    )
+    for line in summary.first_errors:
+        console.print(f"  {escape(line)}")
+    if plot is not None:
+        from designer.sweep.plot import plot_tradeoff
+
+        plot_tradeoff(ResultStore(out).read(), plot, title=loaded.name)
+        console.print(f"trade-off curves in {escape(str(plot))}")
+
+
+def _stop(progress) -> None:
+    """Stop the progress bar if it was started (stopping an idle one prints a blank line)."""
+    if progress.live.is_started:
+        progress.stop()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_command)

@@ -1,0 +1,199 @@
+"""Run a plan's cells on Dask (or serially) and store each finished batch.
+
+* ``scheduler=None, workers=N >= 1`` — an embedded ``distributed.LocalCluster`` of N
+  single-threaded worker processes, started and closed here;
+* ``scheduler="tcp://host:8786"`` — any running Dask cluster (its workers need this
+  package installed, at the same version);
+* ``workers=0`` — a serial loop in this process (the baseline of the benchmarks).
+
+Each cell is one task keyed by its hash; results come back in completion order
+(``distributed.as_completed``) and are written in batches to the
+:class:`~designer.sweep.store.ResultStore`, so an interrupted sweep (Ctrl-C, a lost
+client) keeps every stored batch and a rerun skips those cells. A worker that dies
+loses no cell: the scheduler reruns its tasks elsewhere (up to
+``distributed.scheduler.allowed-failures`` times, then the cell's row records the
+``KilledWorker`` error).
+
+Timeouts: with ``cell_timeout`` a cell runs in a daemon thread of its worker and
+the task returns an error row after ``cell_timeout`` seconds. Python cannot stop a
+running thread, so the abandoned computation finishes in the background and its
+result is discarded; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from designer.sweep.cells import Cell, package_version
+from designer.sweep.plan import Plan
+from designer.sweep.runners import base_row, error_text, run_cell
+from designer.sweep.store import ResultStore
+
+#: Finished cells per part file (a part is also written every FLUSH_SECONDS).
+BATCH_SIZE = 64
+FLUSH_SECONDS = 2.0
+#: How long to wait for a remote cluster to have at least one worker.
+WORKER_WAIT_SECONDS = 30.0
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did: cells in the plan, already stored (skipped), computed now, failed."""
+
+    total: int
+    skipped: int
+    computed: int = 0
+    errors: int = 0
+    timed_out: int = 0
+    seconds: float = 0.0
+    first_errors: list[str] = field(default_factory=list)
+
+
+def execute_cell(inputs: dict, cell_hash: str, version: str, timeout: float | None = None) -> dict:
+    """A cell's row, computed here; with ``timeout`` an error row after that many seconds."""
+    if timeout is None:
+        return run_cell(inputs, cell_hash, version)
+    box: list[dict] = []
+    thread = threading.Thread(target=lambda: box.append(run_cell(inputs, cell_hash, version)), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if box:
+        return box[0]
+    row = base_row(inputs, cell_hash, version)
+    row.update(error=f"timed out after {timeout:g} s (--cell-timeout)", seconds=float(timeout))
+    return row
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int):
+    """A ``distributed.Client``: to ``scheduler`` if given, else to a new LocalCluster of ``workers``.
+
+    Raises
+    ------
+    ValueError
+        The scheduler cannot be reached or has no worker (one line).
+    """
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    cluster = None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="5s")
+        except Exception as error:  # noqa: BLE001 - any connection failure is the user's address
+            raise ValueError(f"cannot reach the Dask scheduler at {scheduler} ({error_text(error)})") from None
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
+        except Exception:  # noqa: BLE001
+            client.close()
+            raise ValueError(f"the Dask scheduler at {scheduler} has no worker after {WORKER_WAIT_SECONDS:g} s") from None
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.ERROR)
+        client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def dask_rows(client, cells: list[Cell], version: str, timeout: float | None) -> Iterator[dict]:
+    """Submit every cell to ``client`` and yield rows as they complete."""
+    from distributed import as_completed
+
+    futures = {client.submit(execute_cell, cell.inputs, cell.hash, version, timeout,
+                             key=f"sweep-cell-{cell.hash}", pure=False): cell for cell in cells}
+    try:
+        for future in as_completed(futures):
+            cell = futures[future]
+            try:
+                row = future.result()
+            except Exception as error:  # noqa: BLE001 - e.g. KilledWorker after repeated worker deaths
+                row = base_row(cell.inputs, cell.hash, version)
+                row["error"] = error_text(error)
+            future.release()
+            yield row
+    finally:
+        client.cancel(list(futures))
+
+
+def run_sweep(
+    plan: Plan,
+    out: str | Path,
+    scheduler: str | None = None,
+    workers: int = 2,
+    cell_timeout: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> SweepSummary:
+    """Run every cell of ``plan`` not yet in the store at ``out``; see the module docstring.
+
+    Parameters
+    ----------
+    plan : Plan
+    out : str or Path
+        Results directory (:class:`~designer.sweep.store.ResultStore`).
+    scheduler : str, optional
+        Address of a running Dask scheduler.
+    workers : int
+        Worker processes of the embedded LocalCluster; 0 runs serially in this process.
+    cell_timeout : float, optional
+        Seconds after which a cell is recorded as timed out.
+    progress : callable(done, todo), optional
+        Called after each finished cell.
+    on_start : callable(todo, skipped), optional
+        Called once the cluster is up, before the first cell runs.
+
+    Returns
+    -------
+    SweepSummary
+    """
+    if cell_timeout is not None and not cell_timeout > 0:
+        raise ValueError(f"--cell-timeout must be > 0, got {cell_timeout!r}")
+    if workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {workers}")
+    store = ResultStore(out)
+    stored = store.stored_hashes()
+    todo = [cell for cell in plan.cells if cell.hash not in stored]
+    summary = SweepSummary(total=len(plan.cells), skipped=len(plan.cells) - len(todo))
+    version = package_version()
+    with contextlib.ExitStack() as stack:
+        if scheduler or workers > 0:
+            client = stack.enter_context(dask_client(scheduler, workers))
+            rows = dask_rows(client, todo, version, cell_timeout)
+        else:
+            rows = (execute_cell(cell.inputs, cell.hash, version, cell_timeout) for cell in todo)
+        if on_start is not None:
+            on_start(len(todo), summary.skipped)
+        start = last_flush = time.monotonic()
+        pending: list[dict] = []
+        try:
+            for row in rows:
+                pending.append(row)
+                _count(summary, row)
+                if progress is not None:
+                    progress(summary.computed, len(todo))
+                if len(pending) >= BATCH_SIZE or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                    store.append(pending)
+                    pending, last_flush = [], time.monotonic()
+        finally:
+            store.append(pending)
+            summary.seconds = time.monotonic() - start
+    return summary
+
+
+def _count(summary: SweepSummary, row: dict) -> None:
+    summary.computed += 1
+    if row["error"] is not None:
+        summary.errors += 1
+        summary.timed_out += row["error"].startswith("timed out")
+        if len(summary.first_errors) < 3:
+            summary.first_errors.append(f"{row['task']} eps={row['epsilon']:g}: {row['error']}")
