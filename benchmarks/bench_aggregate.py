@@ -74,7 +74,7 @@ def duckdb_child(pattern: str) -> tuple[float, int, float]:
     output = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     assert status == 0, status
-    result = json.loads(output)
+    result = json.loads(output.strip().splitlines()[-1])
     return result["seconds"], result["total"], usage.ru_maxrss / 1024
 
 

@@ -261,16 +261,17 @@ def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
         gaps = np.where(finite, allowed - tight, np.inf)
     gaps[status == SUPPORT_BREAK] = -np.inf
     found: dict[tuple[int, int], Violation] = {}
-    levels = epsilon.exact_epsilon if np.any((status == UNDECIDED) | (status == VIOLATED) | (status == SUPPORT_BREAK)) else None
-    for x, x_prime in np.argwhere(status == SUPPORT_BREAK).tolist():
+    broken_rows, broken_others = np.nonzero(status == SUPPORT_BREAK)
+    broken_levels = epsilon.exact_levels(broken_rows, broken_others)  # only the levels needed are read
+    for x, x_prime, level in zip(broken_rows.tolist(), broken_others.tolist(), broken_levels):
         found[x, x_prime] = Violation(
             x, x_prime, int(screen.witness[x, x_prime]), math.inf, float(allowed[x, x_prime]),
-            excess=math.inf, level=levels[x, x_prime],
+            excess=math.inf, level=level,
         )
     rows, others = np.nonzero((status == UNDECIDED) | (status == VIOLATED))
     if len(rows):
         candidates = find_candidates(logs, screen, rows, others)
-        pair_levels = levels[rows, others].tolist()
+        pair_levels = epsilon.exact_levels(rows, others)
         signs = exact_signs(candidates, pair_levels)
         if np.any(signs[status[rows, others] == VIOLATED] >= 0):
             raise ArithmeticError("the float filter was contradicted by exact arithmetic")

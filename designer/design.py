@@ -33,6 +33,8 @@ design is certified with :func:`designer.certify.certify`.
 
 from __future__ import annotations
 
+import math
+import sys
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -216,6 +218,7 @@ def design_channel(
     DesignResult
     """
     start = time.perf_counter()
+    check_design_levels(privacy, exact)
     k = privacy.k
     prior = _default_uniform(prior, k)
     mu = column_utility(utility, prior, alternative)
@@ -259,7 +262,7 @@ def design_channel(
         matrix = project_into_cone(privacy, matrix[:, _column_order(matrix)])
         channel = Channel(matrix)
     tick = time.perf_counter()
-    certificate = certify(channel, privacy, exact=exact)
+    certificate = _certify_design(channel, privacy, exact)
     timings["certify"] = time.perf_counter() - tick
     return DesignResult(
         channel=channel,
@@ -310,6 +313,7 @@ def design_expected_loss(
         redundant pairs redundant, so edges and all pairs still agree).
     """
     start = time.perf_counter()
+    check_design_levels(privacy)
     k = privacy.k
     loss = np.asarray(loss, dtype=float)
     if loss.ndim != 2 or loss.shape[0] != k:
@@ -330,7 +334,7 @@ def design_expected_loss(
     lp_seconds = solution.seconds
     channel = Channel(project_into_cone(privacy, solution.matrix))
     tick = time.perf_counter()
-    certificate = certify(channel, privacy)
+    certificate = _certify_design(channel, privacy, exact=False)
     certify_seconds = time.perf_counter() - tick
     objective = float(np.sum(prior[:, None] * loss * channel.matrix))
     return DesignResult(
@@ -348,6 +352,53 @@ def design_expected_loss(
         methods=[f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {backend})"],
         timings={"lp": lp_seconds, "certify": certify_seconds},
     )
+
+
+#: Largest finite level a float design accepts: ``-log`` of the smallest normal double
+#: (708.396...). Entries of a channel for larger levels (``~exp(-level)``) are subnormal
+#: or underflow, which float mode cannot certify (:func:`designer.certify.certify`).
+MAX_FLOAT_DESIGN_LEVEL = -math.log(sys.float_info.min)
+#: Largest finite level any design accepts: ``log`` of the largest double (709.78...);
+#: beyond it ``exp(level)`` overflows in the cone's vertex estimates and the LP's bounds.
+MAX_DESIGN_LEVEL = math.log(sys.float_info.max)
+
+
+def check_design_levels(privacy: PrivacyMatrix, exact: bool = False) -> None:
+    """Refuse finite levels a design in double precision cannot represent (before designing).
+
+    Float designs accept levels up to :data:`MAX_FLOAT_DESIGN_LEVEL`, exact vertex
+    designs up to :data:`MAX_DESIGN_LEVEL`; ``inf`` (no constraint) is always fine.
+
+    Raises
+    ------
+    ValueError
+        One line naming the first such entry, the limit and what to do.
+    """
+    limit = MAX_DESIGN_LEVEL if exact else MAX_FLOAT_DESIGN_LEVEL
+    values = privacy.epsilon
+    too_large = np.argwhere(np.isfinite(values) & (values > limit))
+    if too_large.size:
+        x, x_prime = too_large[0]
+        accepted = f"designs accept finite levels up to {limit:.2f}" if exact else (
+            f"float designs accept finite levels up to {limit:.2f}, --exact up to {MAX_DESIGN_LEVEL:.2f}"
+        )
+        raise ValueError(
+            f"E row {x}, column {x_prime}: level {float(values[x, x_prime]):g} is beyond the double range "
+            f"({accepted}); lower it, or write inf if the pair needs no constraint"
+        )
+
+
+def _certify_design(channel: Channel, privacy: PrivacyMatrix, exact: bool) -> Certificate:
+    """Certify a designed channel; a float design with subnormal entries is refused in one clear line."""
+    try:
+        return certify(channel, privacy, exact=exact)
+    except ValueError as error:
+        if exact or "subnormal" not in str(error):
+            raise
+        raise ValueError(
+            "the designed channel has entries below the normal double range (subnormal), which float mode "
+            "cannot certify; design with --exact, or lower E's largest finite levels"
+        ) from None
 
 
 def merge_proportional_columns(matrix, decimals: int = MERGE_DECIMALS) -> np.ndarray:

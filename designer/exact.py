@@ -160,11 +160,32 @@ def parse_plain_decimals(tokens: list[str]) -> tuple[list[Fraction | None], list
     return exact, floats
 
 
+def plain_decimal_floats(tokens: list[str]) -> list[float | None]:
+    """Correctly rounded floats of the stripped tokens that are plain decimals; None for the others.
+
+    The tokens :func:`parse_plain_decimals` reads (unsigned, no exponent, at most
+    63 decimals and :data:`_INT_CHUNK_DIGITS` characters), converted by ``float``
+    (correctly rounded, like ``float(Fraction)``) without building the rational:
+    for privacy levels, whose rational is needed only for the few pairs that the
+    exact certifier's float filter leaves undecided. Such a token is never refused
+    by :func:`parse_rational`, so reading it later cannot fail.
+    """
+    match = _PLAIN_DECIMAL.fullmatch
+    floats: list[float | None] = []
+    for token in tokens:
+        found = match(token)
+        if found is None or len(token) > _INT_CHUNK_DIGITS or token in ("", ".") or len(found.group(2) or "") >= 64:
+            floats.append(None)
+        else:
+            floats.append(float(token))
+    return floats
+
+
 #: 10**0 .. 10**63, the denominators of ordinary decimals.
 _POWERS_OF_TEN = [10**n for n in range(64)]
 
 
-def _coprime_fraction(numerator: int, denominator: int) -> Fraction:
+def _fraction_from_slots(numerator: int, denominator: int) -> Fraction:
     """``Fraction(numerator, denominator)`` for coprime ints, denominator > 0, without normalising again.
 
     Reading a million channel entries exactly is dominated by ``Fraction``'s
@@ -179,9 +200,11 @@ def _coprime_fraction(numerator: int, denominator: int) -> Fraction:
 
 
 if hasattr(Fraction, "_from_coprime_ints"):
-    _coprime_fraction = Fraction._from_coprime_ints  # noqa: F811 (the interpreter's own)
-elif _coprime_fraction(-3, 4) != Fraction(-3, 4) or hash(_coprime_fraction(1, 2)) != hash(Fraction(1, 2)):
-    _coprime_fraction = Fraction  # noqa: F811 (slots differ: fall back to the public constructor)
+    _coprime_fraction = Fraction._from_coprime_ints  # the interpreter's own
+elif _fraction_from_slots(-3, 4) == Fraction(-3, 4) and hash(_fraction_from_slots(1, 2)) == hash(Fraction(1, 2)):
+    _coprime_fraction = _fraction_from_slots
+else:
+    _coprime_fraction = Fraction  # slots differ: fall back to the public constructor
 
 
 def _digits_to_int(digits: str) -> int:

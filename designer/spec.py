@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from designer.exact import ExactEpsilon
+from designer.exact import ExactEpsilon, parse_rational
 from solvers.maxplus import min_plus_closure, min_plus_product
 
 if TYPE_CHECKING:  # networkx is imported where a graph is needed (fast start)
@@ -38,6 +38,14 @@ class PrivacyMatrix:
         Names of the k input symbols (default ``"0" .. "k-1"``).
     name : str, optional
         A short description used in reports.
+    exact_epsilon : ndarray of object, shape (k, k), optional
+        The exact entries when ``epsilon`` holds their floats already (as
+        :func:`designer.io.read_privacy_matrix` gives them): each an
+        :class:`~designer.exact.ExactEpsilon`, or the text of a plain decimal
+        (``"0.25"``), read only when :attr:`exact_epsilon` or :meth:`exact_levels`
+        needs it. Nothing is parsed again: the floats must be ``float(level)`` of
+        the exact entries (faithful, as the exact certifier's filter assumes); only
+        the float matrix is checked (square, ``>= 0``, zero diagonal).
 
     Raises
     ------
@@ -46,15 +54,28 @@ class PrivacyMatrix:
         diagonal entry; the message names the row, column and value.
     """
 
-    def __init__(self, epsilon, labels: Sequence[str] | None = None, name: str | None = None):
+    def __init__(
+        self,
+        epsilon,
+        labels: Sequence[str] | None = None,
+        name: str | None = None,
+        exact_epsilon: np.ndarray | None = None,
+    ):
         numeric = _as_numeric(epsilon)
-        if numeric is not None:
+        if exact_epsilon is not None:
+            if numeric is None:
+                raise ValueError("with exact_epsilon, epsilon must be the float matrix")
+            values, exact = _validated_numeric(numeric), np.asarray(exact_epsilon, dtype=object)
+            if exact.shape != values.shape:
+                raise ValueError(f"the float E {values.shape} and the exact E {exact.shape} differ in shape")
+        elif numeric is not None:
             values, exact = _validated_numeric(numeric), None
         else:
             values, exact = _parsed_exact(np.asarray(epsilon, dtype=object))
         values.setflags(write=False)
         self._epsilon = values
         self._exact = exact
+        self._lazy = exact_epsilon is not None
         k = values.shape[0]
         self.labels: tuple[str, ...] = tuple(str(label) for label in labels) if labels is not None else tuple(
             str(i) for i in range(k)
@@ -78,7 +99,21 @@ class PrivacyMatrix:
         if self._exact is None:
             flat = [ExactEpsilon.parse(value) for value in self._epsilon.ravel().tolist()]
             self._exact = np.array(flat + [None], dtype=object)[:-1].reshape(self._epsilon.shape)
+        elif self._lazy:  # read the plain decimals still kept as text
+            exact = np.empty(self._exact.size, dtype=object)
+            exact[:] = _levels(self._exact.ravel().tolist())
+            self._exact, self._lazy = exact.reshape(self._exact.shape), False
         return self._exact
+
+    def exact_levels(self, rows: np.ndarray, columns: np.ndarray) -> list[ExactEpsilon]:
+        """The exact entries ``E[rows[i], columns[i]]`` (only these are read when E is lazy).
+
+        Equal to ``exact_epsilon[rows, columns].tolist()`` without building the whole
+        exact matrix: the exact certifier needs the levels of a few undecided pairs.
+        """
+        if self._exact is None:
+            return [ExactEpsilon.parse(value) for value in self._epsilon[rows, columns].tolist()]
+        return _levels(self._exact[rows, columns].tolist())
 
     @property
     def k(self) -> int:
@@ -288,8 +323,14 @@ class PrivacyMatrix:
     def restrict(self, symbols: Sequence[int]) -> "PrivacyMatrix":
         """The sub-matrix on a subset of symbols (e.g. one component)."""
         symbols = list(symbols)
-        source = self._epsilon if self._exact is None else self._exact
-        return PrivacyMatrix(source[np.ix_(symbols, symbols)], [self.labels[s] for s in symbols], f"{self.name} restricted")
+        grid = np.ix_(symbols, symbols)
+        exact = None if self._exact is None else self._exact[grid]
+        return PrivacyMatrix(self._epsilon[grid], [self.labels[s] for s in symbols], f"{self.name} restricted", exact)
+
+
+def _levels(entries: list) -> list[ExactEpsilon]:
+    """Exact levels from lazy entries: a plain decimal's text becomes its rational level."""
+    return [ExactEpsilon(value=parse_rational(entry)) if type(entry) is str else entry for entry in entries]
 
 
 def _as_numeric(epsilon) -> np.ndarray | None:

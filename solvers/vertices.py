@@ -214,7 +214,7 @@ def uniform_ratio_cone_rays(d: int, ratio: float) -> np.ndarray:
         raise TooManyVerticesError(f"2^{d} - 2 rays cannot be listed")
     patterns = np.arange(1, 2**d - 1, dtype=np.int64)
     high = ((patterns[:, None] >> np.arange(d)) & 1).astype(bool)
-    rays = np.where(high, float(ratio), 1.0)
+    rays = np.where(high, 1.0, 1.0 / float(ratio))  # scaled by 1/ratio: no overflow up to the largest double
     return rays / rays.sum(axis=1, keepdims=True)
 
 

@@ -49,20 +49,17 @@ MULTI_FREQ_LDPY = [("GRR", "outputs"), ("OUE", "classifier"), ("SUE", "classifie
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol,space", PURE_LDP)
 def test_pure_ldp_clients(protocol, space):
-    pytest.importorskip("pure_ldp")
     check(*audit_both("pure_ldp", protocol), space)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol,space", MULTI_FREQ_LDPY)
 def test_multi_freq_ldpy_clients(protocol, space):
-    pytest.importorskip("multi_freq_ldpy")
     check(*audit_both("multi_freq_ldpy", protocol), space)
 
 
 def test_unary_encoding_witness_is_the_two_bits():
     """OUE's witness: bit x set and bit x' clear, ratio (1 - q) / q = e^eps exactly."""
-    pytest.importorskip("multi_freq_ldpy")
     source = PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "OUE", "eps": 1, "k": 6})
     reports = collect_reports(source, 6, Budget(6000), np.random.default_rng(1))
     result = audit_reports(reports, PrivacyMatrix.classic(6, 0.7), rng=2)
@@ -95,7 +92,6 @@ def test_pre_fix_pure_ldp_oue_is_caught_and_the_fix_passes():
 def test_multi_freq_ldpy_subset_selection_leaks_through_the_order():
     """A finding: multi-freq-ldpy's SS client puts the true value first when it keeps it, so the
     report's first entry is x with probability p_v against (1 - p_v)/(k - 1) under x' (log 2.6 at eps = 1, k = 16)."""
-    pytest.importorskip("multi_freq_ldpy")
     source = PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "SS", "eps": 1, "k": K})
     reports = collect_reports(source, K, Budget(3000), np.random.default_rng(3))
     result = audit_reports(reports, PrivacyMatrix.classic(K, 1.0), rng=4)

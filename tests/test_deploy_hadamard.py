@@ -3,10 +3,8 @@
 import json
 import subprocess
 from decimal import Decimal, getcontext
-from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 

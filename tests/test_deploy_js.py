@@ -108,8 +108,7 @@ document.getElementById("result").textContent = JSON.stringify(out);
 
 def test_headless_chromium_client(tmp_path, package):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("chromium is not installed (make browser-deps installs it)")
+    assert browser is not None, "chromium is not installed: `make test` installs it (make browser-deps)"
     shutil.copy(CLIENT, tmp_path / "ldp-client.mjs")
     (tmp_path / "mech.json").write_text(json.dumps(package, ensure_ascii=False))
     tampered = json.loads(json.dumps(package))

@@ -9,7 +9,7 @@ from designer.certify import certify
 from designer.channel import Channel
 from designer.examples import example_path
 from designer.io import read_channel, read_privacy_matrix
-from designer.deploy.table import TableRefused, deployable_table, round_row
+from designer.deploy.table import TableRefused, deployable_table, integer_rows, round_rows
 from designer.spec import PrivacyMatrix
 from deploy_fixtures import random_tight_channel
 
@@ -38,8 +38,9 @@ def test_random_tight_channels_give_exactly_certified_tables(seed):
 def test_tight_grr_needs_directed_rounding_and_nearest_would_break_it():
     privacy = read_privacy_matrix(example_path("ldp4_E.csv"))  # log(3) everywhere
     channel = read_channel(example_path("grr4_Q.csv"))  # 1/2 vs 1/6: ratio exactly 3
-    nearest = [round_row([value * 2**32 for value in row], 2**32, [0] * 4) for row in channel.exact_matrix]
-    broken = certify(Channel([[Fraction(v, 2**32) for v in row] for row in nearest]), privacy, exact=True)
+    numerators, sums = integer_rows(channel)
+    nearest = round_rows(numerators, sums, 2**32, np.zeros((4, 4), dtype=np.int8))
+    broken = certify(Channel([[Fraction(v, 2**32) for v in row] for row in nearest.tolist()]), privacy, exact=True)
     assert broken.verdict == "violated"  # 2^31 / 715827882 > 3
     deployable = deployable_table(channel, privacy)
     assert deployable.loss.method == "directed"
@@ -47,12 +48,19 @@ def test_tight_grr_needs_directed_rounding_and_nearest_would_break_it():
     assert 2**31 - 1 <= 3 * 715827883
 
 
-def test_round_row_is_largest_remainder_without_preferences():
-    scaled = [Fraction(10, 3), Fraction(10, 3), Fraction(10, 3) - Fraction(1, 10), Fraction(1, 10)]
-    row = round_row(scaled, 10, [0, 0, 0, 0])
-    assert row == [3, 3, 3, 1]  # the tiny positive entry keeps one unit; sum is exactly 10
-    assert round_row([Fraction(5), Fraction(5)], 10, [1, -1]) == [5, 5]  # exact entries do not move
-    assert round_row([Fraction(1, 2)] * 20, 10, [0] * 20) is None  # 20 positive entries cannot fit in 10 units
+def test_round_rows_is_largest_remainder_without_preferences():
+    # row 10 * (100, 100, 97, 3) / 300 = (10/3, 10/3, 10/3 - 1/10, 1/10)
+    rows = round_rows([[100, 100, 97, 3], [1, 1, 0, 0]], [300, 2], 10, np.zeros((2, 4), dtype=np.int8))
+    assert rows.tolist() == [[3, 3, 3, 1], [5, 5, 0, 0]]  # the tiny positive entry keeps one unit; zeros stay zero
+    assert round_rows([[1, 2, 2]], [5], 10, [[1, -1, 0]]).tolist() == [[2, 4, 4]]  # exact entries do not move
+    # ties in the remainder go to the earlier entry, except that a down-preferring entry comes last
+    assert round_rows([[1, 1, 1]], [3], 10, [[0, 0, 0]]).tolist() == [[4, 3, 3]]
+    assert round_rows([[1, 1, 1]], [3], 10, [[-1, 0, 0]]).tolist() == [[3, 4, 3]]
+    assert round_rows([[1, 1, 1]], [3], 10, [[1, 1, -1]]).tolist() == [[4, 4, 2]]  # the ceilings exceed: the down entry gives
+    assert round_rows([[1] * 20], [20], 10, np.zeros((1, 20), dtype=np.int8)) is None  # 20 positives cannot fit in 10 units
+    # 64-bit units and rows with entries of very different sizes stay exact (Python integers)
+    big = round_rows([[2**200 + 1, 1]], [2**200 + 2], 2**64, [[0, 0]])
+    assert big.tolist() == [[2**64 - 1, 1]] and sum(big[0]) == 2**64
 
 
 def test_mixing_repairs_a_chain_of_tight_constraints():

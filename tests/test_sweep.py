@@ -84,6 +84,19 @@ def test_unreachable_scheduler_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_epsilon_grids():
+    def grid(text: str) -> list[float]:
+        plan = parse_plan(tomllib_loads(DESIGN_PLAN.replace("[0.5, 1.0, 2.0]", text)))
+        return sorted({cell.inputs["epsilon"] for cell in plan.cells})
+
+    assert grid("{start = 0.5, stop = 2.0, num = 3, spacing = 'geometric'}") == [0.5, 1.0, 2.0]
+    assert grid("{start = 0.2, stop = 8.0, num = 12}") == pytest.approx(np.linspace(0.2, 8.0, 12).tolist(), abs=1e-6)
+    with pytest.raises(PlanError, match="epsilons.num must be >= 1"):
+        grid("{start = 0.2, stop = 8.0, num = 0}")
+    with pytest.raises(PlanError, match="same cell twice"):
+        grid("[0.5, 0.5]")
+
+
 def test_cell_hash_covers_inputs_and_version():
     plan = parse_plan(tomllib_loads(DESIGN_PLAN))
     hashes = [cell.hash for cell in plan.cells]

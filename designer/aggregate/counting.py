@@ -56,33 +56,35 @@ def count_reports(pattern: str, column: str = "y", scheduler: str | None = None)
     kind = report_format(pattern)
     import glob
 
-    if not glob.glob(pattern):
+    files = sorted(glob.glob(pattern))
+    if not files:
         raise ValueError(f"--reports {pattern}: no file matches")
     start = time.perf_counter()
-    values, counts = (_dask_counts if scheduler else _duckdb_counts)(pattern, column, kind, scheduler)
+    values, counts = (_dask_counts if scheduler else _duckdb_counts)(files, column, kind, scheduler)
     return ReportCounts(values, counts, "dask" if scheduler else "duckdb", time.perf_counter() - start)
 
 
-def _duckdb_counts(pattern: str, column: str, kind: str, scheduler=None) -> tuple[list, list[int]]:
+def _duckdb_counts(files: list[str], column: str, kind: str, scheduler=None) -> tuple[list, list[int]]:
     import duckdb
 
     connection = duckdb.connect()
     try:
         connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+        connection.execute("SET enable_progress_bar = false")  # it would print on stdout (breaks --json)
         reader = "read_parquet(?)" if kind == "parquet" else "read_csv(?, header = true)"
         quoted = '"' + column.replace('"', '""') + '"'
         try:
-            rows = connection.execute(f"SELECT {quoted}, count(*) FROM {reader} GROUP BY 1", [pattern]).fetchall()
+            rows = connection.execute(f"SELECT {quoted}, count(*) FROM {reader} GROUP BY 1", [files]).fetchall()
         except duckdb.BinderException:
             raise ValueError(f"--column {column}: the reports have no such column") from None
         except duckdb.Error as error:
-            raise ValueError(f"--reports {pattern}: {str(error).splitlines()[0]}") from None
+            raise ValueError(f"--reports: {str(error).splitlines()[0]}") from None
     finally:
         connection.close()
     return [value for value, _ in rows], [int(count) for _, count in rows]
 
 
-def _dask_counts(pattern: str, column: str, kind: str, scheduler: str) -> tuple[list, list[int]]:
+def _dask_counts(files: list[str], column: str, kind: str, scheduler: str) -> tuple[list, list[int]]:
     import dask.dataframe as dd
     import pandas as pd
 
@@ -90,8 +92,11 @@ def _dask_counts(pattern: str, column: str, kind: str, scheduler: str) -> tuple[
 
     with dask_client(scheduler, 0):
         try:
-            frame = dd.read_parquet(pattern, columns=[column]) if kind == "parquet" else dd.read_csv(pattern, usecols=[column])
+            if kind == "parquet":
+                frame = dd.read_parquet(files, columns=[column])
+            else:  # text, so a stray non-numeric report cannot break the type inference of a partition
+                frame = dd.read_csv(files, usecols=[column], dtype={column: object})
             series = frame[column].value_counts(dropna=False).compute()
         except (KeyError, ValueError) as error:
-            raise ValueError(f"--column {column}: cannot count it in {pattern} ({str(error).splitlines()[0]})") from None
+            raise ValueError(f"--column {column}: cannot count it ({str(error).splitlines()[0]})") from None
     return [None if pd.isna(value) else value for value in series.index.tolist()], [int(c) for c in series.tolist()]

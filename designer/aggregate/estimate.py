@@ -21,6 +21,7 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -29,6 +30,8 @@ import numpy as np
 
 #: Distinct outside-alphabet values listed in a report (the total is always given).
 LISTED_OUTSIDE = 20
+#: Largest channel (k x m entries) materialised for a structured package.
+MAX_DENSE_ENTRIES = 4_000_000
 #: Bootstrap resamples of the EM interval.
 BOOTSTRAP_SAMPLES = 200
 
@@ -47,14 +50,18 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     """A channel CSV (``designer.io.read_channel``) or a package JSON of ``ldp-designer package``.
 
     A package is verified first (``designer.deploy.package.verify_package``: structure,
-    SHA-256, exact certificate); only a table package (``"kind": "table"``) is read.
+    SHA-256, exact certificate or structural proof): a table package, or a block-Hadamard
+    package as its materialised channel (up to :data:`MAX_DENSE_ENTRIES` entries).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
         from designer.deploy import package
 
+        document = package.read_package(path)
+        if document.get("kind") == "block-hadamard":
+            return _block_hadamard(document, path)
         try:
-            verification = package.verify_package(package.read_package(path))
+            verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
             raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
         if not verification.certified:
@@ -67,6 +74,35 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
 
     channel = read_channel(path, exact=False)
     return ReportMechanism(np.asarray(channel.matrix, dtype=float), channel.input_labels, channel.output_labels, "channel")
+
+
+def _block_hadamard(document: dict, path: Path) -> ReportMechanism:
+    """A ``block-hadamard`` package (verified) as its materialised block HR channel.
+
+    The package's sampler reports inside ``S_x`` with probability exactly
+    ``T / 2^b`` (designer/deploy/structured.py); block HR at
+    ``eps' = log(T / (2^b - T))`` has the same channel (``e^eps' / (1 + e^eps') = T / 2^b``)
+    and the same output layout (block offsets, Sylvester rows 1, 2, ... in a block).
+    """
+    from designer.deploy.sampler import PackageError
+    from designer.deploy.structured import verify_hadamard_package
+    from designer.mechanisms import BlockHadamardResponse
+
+    try:
+        verification = verify_hadamard_package(document)
+    except PackageError as error:
+        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+    if not verification.certified:
+        raise ValueError(f"{path}: the package's privacy proof does not verify")
+    sizes = [int(size) for size in document["block_sizes"]]
+    coin, scale = int(document["coin"]), 2 ** int(document["bits"])
+    mechanism = BlockHadamardResponse(sizes, math.log(coin / (scale - coin)))
+    if mechanism.k * mechanism.n_outputs > MAX_DENSE_ENTRIES:
+        raise ValueError(f"{path}: block HR with k = {mechanism.k} and {mechanism.n_outputs} outputs is too large "
+                         f"for the interval computation (at most {MAX_DENSE_ENTRIES:.0e} channel entries)")
+    matrix = np.asarray(mechanism.channel().matrix, dtype=float)
+    labels = tuple(str(j) for j in range(mechanism.n_outputs))
+    return ReportMechanism(matrix, tuple(str(x) for x in range(mechanism.k)), labels, "package (block-hadamard)")
 
 
 def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, ...]) -> tuple[np.ndarray, dict]:

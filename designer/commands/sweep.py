@@ -48,7 +48,8 @@ def sweep_command(
         progress.update(bar, total=todo)
         if skipped:
             console.print(f"resuming: {skipped} of {len(loaded.cells)} cells already stored in {escape(str(out))}")
-        progress.start()
+        if todo:
+            progress.start()
 
     try:
         summary = run_sweep(loaded, out, scheduler=scheduler, workers=workers, cell_timeout=cell_timeout,

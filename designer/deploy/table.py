@@ -8,23 +8,33 @@ certificate must cover ``R``, not ``Q``: every table built here is certified in
 exact mode (:func:`designer.certify.certify` with ``exact=True``; Definition 2,
 eq. 4 of context-aware-ldp.md), and a table that cannot be certified is refused.
 
-Rounding, tried in this order (the first certified table is kept):
+Every row of ``Q`` is first written exactly as integers ``n[x, y] / N[x]`` (a float
+is ``mantissa * 2^exponent``; a rational row is brought to a common denominator),
+so rounding is integer arithmetic on the scaled entries ``2^b n[x, y] / N[x]``.
+A constraint ``(x, x', y)`` is *at risk* when ``E[x, x'] - log(Q[x,y] / Q[x',y])``
+is below ``RISK_FACTOR (1/T[x,y] + 1/T[x',y])``, the most rounding can move the
+log-ratio. Rounding:
 
-1. **nearest** — each row ``2^b Q[x] / sum(Q[x])`` rounded by largest remainder
+1. **nearest** (nothing at risk) — largest-remainder rounding of each row
    (every entry moves by less than one unit); zeros stay zero and a non-zero
    entry gets at least one unit.
-2. **directed** — for every finite pair ``(x, x')`` and output ``y`` whose log-ratio
-   ``log(Q[x,y] / Q[x',y])`` lies within the rounding slack of ``E[x, x']``, the
-   numerator ``T[x, y]`` is rounded down and the denominator ``T[x', y]`` up
+2. **directed** (some constraint at risk) — the numerator ``T[x, y]`` of an
+   at-risk constraint is rounded down and its denominator ``T[x', y]`` up
    (entries asked both ways are rounded to nearest); rows that are equal in ``Q``
    are rounded alike, so ``E[x, x'] = 0`` pairs stay equal.
-3. **mixed** — post-processing (Proposition 1 of context-aware-ldp.md keeps E-LDP):
+3. **mixed** (if the directed table is not E-LDP) — post-processing
+   (Proposition 1 of context-aware-ldp.md keeps E-LDP):
    ``Q_lambda = Q ((1 - lambda) I + lambda K)`` where ``K`` averages each output over
    its *column class* (outputs with the same set of inputs that can produce them),
    so zeros stay zero; ``Q_lambda[x, y] = (1 - lambda) Q[x, y] + lambda mean_{y' ~ y} Q[x, y']``.
    Mixing turns every constraint the class average leaves slack into a strict one,
-   which then absorbs the rounding. The smallest dyadic ``lambda`` found (a doubling
-   ladder from ``2^(2-b)`` to 1/2, then bisection) is used, then directed rounding.
+   which then absorbs the rounding. The dyadic weights ``2^(2-b) ... 1/2`` are searched
+   (galloping, then binary search) for the smallest whose directed rounding passes
+   the float screen, then ``MIXING_BISECTION_STEPS`` bisection steps refine it.
+
+Candidates are screened with the float certifier (a table violated by more than
+:data:`FLOAT_REJECT` in log space is discarded) and only the table finally kept is
+certified exactly, once; if that proof fails the search moves on (larger weights).
 
 The loss is reported against the given channel: the largest total variation of a
 row, the largest relative change of a non-zero entry, and the change in mutual
@@ -34,7 +44,9 @@ information ``I(X; Y)`` under a prior (uniform by default).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -44,17 +56,22 @@ from designer.certify import Certificate, certify
 from designer.channel import Channel
 from designer.spec import PrivacyMatrix
 from designer.utility import mutual_information
+from solvers.maxplus import safe_log
 
 DEFAULT_BITS = 32
 #: Table precisions accepted: ``2^b`` units per row.
 MIN_BITS, MAX_BITS = 8, 64
-#: Bisection steps after the doubling ladder has bracketed the smallest mixing weight.
-MIXING_BISECTION_STEPS = 8
-#: A pair is "at risk" when its log-slack is below this many times the rounding's
+#: Bisection steps after galloping has bracketed the smallest dyadic mixing weight
+#: (the weight kept is then within ``2^-MIXING_BISECTION_STEPS`` of the bracket's lower end).
+MIXING_BISECTION_STEPS = 4
+#: A constraint is "at risk" when its log-slack is below this many times the rounding's
 #: worst relative change ``1/T[x,y] + 1/T[x',y]``.
 RISK_FACTOR = 2.0
-#: The float pre-check skips the exact certifier when a table is violated by more than this (log space).
+#: The float screen discards a table violated by more than this (log space).
 FLOAT_REJECT = 1e-12
+#: A pair is scanned for at-risk outputs when its float slack is within the rounding risk
+#: plus this (the float tight E of ``Q`` may be off by rounding noise).
+PAIR_NOISE = 1e-12
 
 
 class TableRefused(ValueError):
@@ -87,7 +104,7 @@ class IntegerTable:
         for x, row in enumerate(self.counts):
             if len(row) != width:
                 raise ValueError(f"table row {x} has {len(row)} entries, expected {width}")
-            if any(value < 0 for value in row):
+            if min(row) < 0:
                 raise ValueError(f"table row {x} has a negative entry")
             if sum(row) != total:
                 raise ValueError(f"table row {x} sums to {sum(row)}, not 2^{self.bits} = {total}")
@@ -103,14 +120,24 @@ class IntegerTable:
         return len(self.counts)
 
     def channel(self) -> Channel:
-        """The deployed channel ``counts / 2^bits`` with exact (rational) entries."""
+        """The deployed channel ``counts / 2^bits`` with exact (rational) entries.
+
+        One :class:`~fractions.Fraction` is built per *distinct* count (a table has
+        at most ``k m`` of them, often far fewer), then shared by every cell holding it.
+        """
         total = self.total
-        rows = [[Fraction(value, total) for value in row] for row in self.counts]
-        return Channel(rows, self.input_labels, self.output_labels)
+        flat = [value for row in self.counts for value in row]
+        fractions = {value: Fraction(value, total) for value in set(flat)}
+        exact = np.empty(len(flat), dtype=object)
+        exact[:] = list(map(fractions.__getitem__, flat))
+        shape = (self.k, len(self.output_labels))
+        return Channel(
+            self.probabilities(), self.input_labels, self.output_labels, exact_matrix=exact.reshape(shape)
+        )
 
     def probabilities(self) -> np.ndarray:
         """``counts / 2^bits`` as floats (exact for ``bits <= 53``; for display and loss only)."""
-        return np.array([[value / self.total for value in row] for row in self.counts])
+        return np.array(self.counts, dtype=float) / self.total
 
 
 @dataclass(frozen=True)
@@ -194,22 +221,18 @@ def deployable_table(
     check_bits(bits)
     if channel.k != privacy.k:
         raise ValueError(f"the channel has {channel.k} inputs but E is {privacy.k} x {privacy.k}")
-    source = _normalised_rows(channel.exact_matrix)
-    _refuse_if_violated(channel, privacy)
+    tight = _refuse_if_violated(channel, privacy)
+    numerators, sums = integer_rows(channel)
     total = 1 << bits
-    counts = _round_matrix(source, total, None)
-    method, weight = "nearest", Fraction(0)
-    certificate = _certify_counts(counts, privacy)
-    if certificate is None:
-        method = "directed"
-        counts = _round_matrix(source, total, _preferences(source, privacy, total))
-        certificate = _certify_counts(counts, privacy)
-    if certificate is None:
+    preferences = _preferences(_quotients(numerators, sums), privacy, total, tight)
+    method, weight = ("directed" if preferences.any() else "nearest"), Fraction(0)
+    labels = (channel.input_labels, channel.output_labels)
+    counts = round_rows(numerators, sums, total, preferences)
+    found = _certified(counts, privacy, bits, labels) if _passes_float_screen(counts, privacy, total) else None
+    if found is None:
         method = "mixed"
-        weight, counts, certificate = _smallest_mixing(source, privacy, bits)
-    table = IntegerTable(
-        tuple(tuple(row) for row in counts), bits, channel.input_labels, channel.output_labels
-    )
+        weight, found = _smallest_mixing(numerators, sums, preferences, privacy, bits, labels)
+    table, certificate = found
     return DeployableChannel(table, privacy, certificate, rounding_loss(channel, table, method, weight, prior))
 
 
@@ -233,169 +256,227 @@ def rounding_loss(
 
 
 # --------------------------------------------------------------------- rounding
-def _normalised_rows(exact: np.ndarray) -> list[list[Fraction]]:
-    rows = []
-    for row in exact:
-        total = sum(row, Fraction(0))
-        rows.append([Fraction(value) / total for value in row])
-    return rows
+def integer_rows(channel: Channel) -> tuple[np.ndarray, np.ndarray]:
+    """The channel's rows exactly as integers: row ``x`` over its own sum is ``numerators[x] / sums[x]``.
 
-
-def _round_matrix(rows: list[list[Fraction]], total: int, preferences: np.ndarray | None) -> list[list[int]] | None:
-    """Round every row to ``total`` units; ``None`` when some row cannot honour its preferences."""
-    out = []
-    for x, row in enumerate(rows):
-        wishes = preferences[x] if preferences is not None else np.zeros(len(row), dtype=np.int8)
-        rounded = round_row([value * total for value in row], total, wishes)
-        if rounded is None:
-            return None
-        out.append(rounded)
-    return out
-
-
-def round_row(scaled: Sequence[Fraction], total: int, preferences: Sequence[int]) -> list[int] | None:
-    """Round non-negative rationals summing to ``total`` to integers summing to ``total``.
-
-    Zeros stay zero; a positive entry gets at least 1. ``preferences[y]`` is +1
-    (round up), -1 (round down) or 0 (nearest). Entries to round up (and positive
-    entries below one unit) take the ceiling; the units left go to the other
-    entries by largest remainder, down-preferring entries last; when the ceilings
-    exceed the units available, the largest down-preferring (then neutral)
-    entries give one unit each. Without preferences this is largest-remainder
-    rounding: every entry moves by less than one unit.
+    A float row is read as ``mantissa * 2^exponent`` (``numpy.frexp``; exact, subnormals
+    included) and shifted to the row's smallest exponent; a rational row is brought to
+    the least common multiple of its denominators.
 
     Returns
     -------
-    list of int, or None if the preferences cannot be met (every entry that could
-    give a unit is one that must be rounded up).
+    numerators : ndarray of Python int objects (k, m)
+    sums : ndarray of Python int objects (k,)
     """
-    floors = [value.numerator // value.denominator for value in scaled]
-    remainders = [value - floor for value, floor in zip(scaled, floors)]
-    counts = list(floors)
-    budget = total - sum(floors)
-    raised = {y for y, value in enumerate(scaled) if value > 0 and (floors[y] == 0 or (preferences[y] > 0 and remainders[y] > 0))}
-    for y in raised:
-        counts[y] += 1
-    budget -= len(raised)
-    if budget > 0:
-        others = [y for y, remainder in enumerate(remainders) if remainder > 0 and y not in raised]
-        others.sort(key=lambda y: (preferences[y] < 0, -remainders[y], y))
-        for y in others[:budget]:
-            counts[y] += 1
-    elif budget < 0:
-        donors = [y for y in range(len(counts)) if y not in raised and preferences[y] <= 0 and counts[y] > 1]
-        donors.sort(key=lambda y: (preferences[y] == 0, -counts[y], y))
-        deficit = -budget
+    if channel.is_exact:
+        flat = channel.exact_matrix.ravel().tolist()
+        shape = channel.exact_matrix.shape
+        numerators = _object_array([value.numerator for value in flat]).reshape(shape)
+        denominators = _object_array([value.denominator for value in flat]).reshape(shape)
+        common = _object_array([math.lcm(*row) for row in denominators.tolist()])
+        numerators = numerators * (common[:, None] // denominators)
+    else:
+        values = channel.matrix
+        mantissa, exponent = np.frexp(values)
+        integers = (mantissa * 2.0**53).astype(np.int64)  # exact: 0.5 <= mantissa < 1
+        exponent = exponent.astype(np.int64) - 53
+        lowest = np.where(values > 0, exponent, np.iinfo(np.int64).max).min(axis=1, keepdims=True)
+        numerators = integers.astype(object) << np.maximum(exponent - lowest, 0).astype(object)
+    return numerators, numerators.sum(axis=1)
+
+
+def round_rows(numerators: np.ndarray, sums: np.ndarray, total: int, preferences: np.ndarray) -> np.ndarray | None:
+    """Round each row ``total * numerators[x] / sums[x]`` to integers summing to ``total``.
+
+    Zeros stay zero; a positive entry gets at least 1. ``preferences[x, y]`` is +1
+    (round up), -1 (round down) or 0 (nearest). Entries to round up (and positive
+    entries below one unit) take the ceiling; the units left go to the other
+    entries by largest remainder (exact integer remainders), down-preferring
+    entries last; when the ceilings exceed the units available, the largest
+    down-preferring (then neutral) entries give one unit each. Without
+    preferences this is largest-remainder rounding: every entry moves by less
+    than one unit.
+
+    Parameters
+    ----------
+    numerators : array_like of int (k, m)
+        Non-negative integers (Python ints of any size, or an object array of them).
+    sums : array_like of int (k,)
+        ``sums[x] = sum_y numerators[x, y] > 0``.
+    total : int
+    preferences : array_like of int (k, m)
+
+    Returns
+    -------
+    ndarray of Python int objects (k, m), or None if some row's preferences cannot be
+    met (every entry that could give a unit is one that must be rounded up).
+    """
+    numerators = np.asarray(numerators, dtype=object)
+    sums = np.asarray(sums, dtype=object).reshape(-1, 1)
+    preferences = np.asarray(preferences)
+    scaled = numerators * total
+    floors = scaled // sums
+    remainders = scaled - floors * sums
+    fractional = remainders != 0
+    raised = (numerators != 0) & ((floors == 0) | ((preferences > 0) & fractional))
+    counts = floors + raised.astype(np.int64).astype(object)
+    budgets = total - counts.sum(axis=1)
+    for x in np.flatnonzero(budgets > 0).tolist():
+        candidates = np.flatnonzero(fractional[x] & ~raised[x])
+        order = candidates[np.argsort(-remainders[x, candidates], kind="stable")]
+        order = order[np.argsort(preferences[x, order] < 0, kind="stable")]
+        counts[x, order[: budgets[x]]] += 1
+    for x in np.flatnonzero(budgets < 0).tolist():
+        row, deficit = counts[x], -budgets[x]
+        movable = ~raised[x] & (preferences[x] <= 0)
         while deficit:
-            donors = [y for y in donors if counts[y] > 1]
-            if not donors:
+            donors = np.flatnonzero(movable & (row > 1))
+            if not donors.size:
                 return None
-            for y in donors[:deficit]:
-                counts[y] -= 1
-            deficit -= min(deficit, len(donors))
+            donors = donors[np.argsort(-row[donors], kind="stable")]
+            donors = donors[np.argsort(preferences[x, donors] == 0, kind="stable")][:deficit]
+            row[donors] -= 1
+            deficit -= len(donors)
     return counts
 
 
-def _preferences(rows: list[list[Fraction]], privacy: PrivacyMatrix, total: int) -> np.ndarray:
-    """Directions for :func:`round_row`: -1 for numerators, +1 for denominators of at-risk constraints.
+def _quotients(numerators: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """``numerators / sums`` as correctly rounded floats (Python's integer true division)."""
+    return (numerators / sums[:, None]).astype(float)
 
-    A constraint ``(x, x', y)`` is at risk when ``E[x, x'] - log(Q[x,y] / Q[x',y])``
-    is below ``RISK_FACTOR (1/T[x,y] + 1/T[x',y])``, the most rounding can move the
-    log-ratio. Equal rows get equal preferences (the union; conflicting wishes cancel).
+
+def _preferences(probabilities: np.ndarray, privacy: PrivacyMatrix, total: int, tight: np.ndarray) -> np.ndarray:
+    """Directions for :func:`round_rows`: -1 for numerators, +1 for denominators of at-risk constraints.
+
+    Only pairs whose float slack ``E - tight`` is within the rows' largest risks
+    (plus :data:`PAIR_NOISE`) are scanned, one row at a time on a thread pool
+    (NumPy releases the GIL); a constraint ``(x, x', y)`` is at risk when
+    ``(log Q[x,y] + risk[x,y]) - (log Q[x',y] - risk[x',y]) > E[x, x']`` with
+    ``risk = RISK_FACTOR / T``. Equal rows get equal preferences (the union;
+    conflicting wishes cancel).
     """
-    probabilities = np.array([[float(value) for value in row] for row in rows])
     positive = probabilities > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.where(positive, np.log(np.where(positive, probabilities, 1.0)), -np.inf)
-        risk = np.where(positive, RISK_FACTOR / np.where(positive, probabilities * total, 1.0), 0.0)
+    logs = safe_log(probabilities)
+    risk = np.where(positive, RISK_FACTOR / np.where(positive, probabilities * total, 1.0), 0.0)
+    high, low = logs + risk, logs - risk
+    allowed = privacy.epsilon.copy()
+    np.fill_diagonal(allowed, np.inf)
+    largest = risk.max(axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf on unconstrained pairs, masked out
+        scanned = np.isfinite(allowed) & (allowed - tight < largest[:, None] + largest[None, :] + PAIR_NOISE)
     down = np.zeros(probabilities.shape, dtype=bool)
-    up = np.zeros(probabilities.shape, dtype=bool)
-    epsilon = privacy.epsilon
-    k = len(rows)
-    for x in range(k):
-        for x_prime in range(k):
-            if x == x_prime or not math.isfinite(epsilon[x, x_prime]):
-                continue
-            both = positive[x] & positive[x_prime]
-            with np.errstate(invalid="ignore"):
-                slack = epsilon[x, x_prime] - (logs[x] - logs[x_prime])
-            at_risk = both & (slack < risk[x] + risk[x_prime])
-            down[x] |= at_risk
-            up[x_prime] |= at_risk
-    groups: dict[tuple, list[int]] = {}
-    for x, row in enumerate(rows):
-        groups.setdefault(tuple(row), []).append(x)
-    for members in groups.values():
-        down[members] = down[members].any(axis=0)
-        up[members] = up[members].any(axis=0)
+
+    def scan(rows: list[int]) -> np.ndarray:
+        up = np.zeros(probabilities.shape, dtype=bool)
+        for x in rows:
+            partners = np.flatnonzero(scanned[x])
+            near = np.subtract(high[x], low[partners]) > allowed[x, partners, None]
+            down[x] = near.any(axis=0)
+            up[partners] |= near
+        return up
+
+    rows = np.flatnonzero(scanned.any(axis=1)).tolist()
+    workers = max(1, min(os.cpu_count() or 1, len(rows)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        up = np.logical_or.reduce([np.zeros_like(down)] + list(pool.map(scan, [rows[i::workers] for i in range(workers)])))
+    _, group = np.unique(probabilities, axis=0, return_inverse=True)
+    group = group.ravel()
+    if len(np.unique(group)) < len(group):
+        for mask in (down, up):
+            merged = np.zeros((group.max() + 1, mask.shape[1]), dtype=bool)
+            np.logical_or.at(merged, group, mask)
+            mask[:] = merged[group]
     return np.where(down & ~up, -1, np.where(up & ~down, 1, 0)).astype(np.int8)
 
 
-def _column_class_mix(rows: list[list[Fraction]], weight: Fraction) -> list[list[Fraction]]:
-    """``Q ((1 - w) I + w K)``: each output mixed with the mean of its column class (same support)."""
-    k, m = len(rows), len(rows[0])
-    classes: dict[tuple[bool, ...], list[int]] = {}
-    for y in range(m):
-        classes.setdefault(tuple(rows[x][y] > 0 for x in range(k)), []).append(y)
-    mixed = [list(row) for row in rows]
-    for members in classes.values():
-        for x in range(k):
-            mean = sum((rows[x][y] for y in members), Fraction(0)) / len(members)
-            for y in members:
-                mixed[x][y] = (1 - weight) * rows[x][y] + weight * mean
-    return mixed
+def _column_class_mix(
+    numerators: np.ndarray, sums: np.ndarray, classes: np.ndarray, weight: Fraction
+) -> tuple[np.ndarray, np.ndarray]:
+    """``Q ((1 - w) I + w K)`` in integers: each output mixed with the mean of its column class.
+
+    With ``w = p / q``, class sizes ``|C|``, class sums ``S_C[x]`` and ``L = lcm |C|``, entry
+    ``y`` of class ``C`` becomes ``((q - p) n[x, y] |C| + p S_C[x]) (L / |C|)`` over the row
+    sum ``q L N[x]`` (the numerators add up to it exactly).
+    """
+    order = np.argsort(classes, kind="stable")
+    sizes = np.bincount(classes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    class_sums = np.add.reduceat(numerators[:, order], starts, axis=1)
+    common = math.lcm(*sizes.tolist())
+    size = sizes[classes].astype(object)
+    p, q = weight.numerator, weight.denominator
+    mixed = ((q - p) * numerators * size + p * class_sums[:, classes]) * (common // size)
+    return mixed, sums * (q * common)
 
 
 def _smallest_mixing(
-    rows: list[list[Fraction]], privacy: PrivacyMatrix, bits: int
-) -> tuple[Fraction, list[list[int]], Certificate]:
+    numerators: np.ndarray,
+    sums: np.ndarray,
+    preferences: np.ndarray,
+    privacy: PrivacyMatrix,
+    bits: int,
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
+) -> tuple[Fraction, tuple[IntegerTable, Certificate]]:
     """The smallest dyadic mixing weight whose directed rounding certifies (see the module docstring)."""
     total = 1 << bits
+    _, classes = np.unique(numerators.T != 0, axis=0, return_inverse=True)
+    classes = classes.ravel()
+    tried: dict[Fraction, np.ndarray | None] = {}
 
-    def attempt(weight: Fraction):
-        mixed = _column_class_mix(rows, weight)
-        counts = _round_matrix(mixed, total, _preferences(mixed, privacy, total))
-        certificate = _certify_counts(counts, privacy)
-        return None if certificate is None else (counts, certificate)
+    def attempt(weight: Fraction) -> np.ndarray | None:
+        """The rounded mixed table if it passes the float screen (memoised)."""
+        if weight not in tried:
+            mixed, mixed_sums = _column_class_mix(numerators, sums, classes, weight)
+            counts = round_rows(mixed, mixed_sums, total, preferences)
+            tried[weight] = counts if _passes_float_screen(counts, privacy, total) else None
+        return tried[weight]
 
-    failed = Fraction(0)
-    weight = Fraction(1, 1 << (bits - 2))
-    found = None
-    while weight <= Fraction(1, 2):
-        found = attempt(weight)
-        if found is not None:
+    ladder = [Fraction(1, 1 << shift) for shift in range(bits - 2, 0, -1)]  # 2^(2-b) ... 1/2
+    failed, index, step = -1, 0, 1  # galloping: the first passing rung after the last failing one
+    while attempt(ladder[index]) is None:
+        failed = index
+        if index == len(ladder) - 1:
             break
-        failed, weight = weight, weight * 2
-    if found is None:
-        raise TableRefused(
-            f"no {bits}-bit table of this channel is E-LDP: rounding to nearest, directed rounding and mixing "
-            "up to weight 1/2 within column classes all break a constraint (try more --bits or a channel "
-            "with slack against E)"
-        )
-    for _ in range(MIXING_BISECTION_STEPS):
-        middle = (failed + weight) / 2
-        better = attempt(middle)
-        if better is None:
-            failed = middle
-        else:
-            weight, found = middle, better
-    return weight, found[0], found[1]
+        index, step = min(len(ladder) - 1, index + step), 2 * step
+    else:
+        while index - failed > 1:  # binary search between the last failing and the first passing rung
+            middle = (failed + index) // 2
+            failed, index = (failed, middle) if attempt(ladder[middle]) is not None else (middle, index)
+        low, weight = (ladder[failed] if failed >= 0 else Fraction(0)), ladder[index]
+        for _ in range(MIXING_BISECTION_STEPS):
+            middle = (low + weight) / 2
+            low, weight = (low, middle) if attempt(middle) is not None else (middle, weight)
+        for weight in [weight] + [rung for rung in ladder if rung > weight]:  # prove it exactly, or move up
+            found = _certified(attempt(weight), privacy, bits, labels)
+            if found is not None:
+                return weight, found
+    raise TableRefused(
+        f"no {bits}-bit table of this channel is E-LDP: rounding to nearest, directed rounding and mixing "
+        "up to weight 1/2 within column classes all break a constraint (try more --bits or a channel "
+        "with slack against E)"
+    )
 
 
-def _certify_counts(counts: list[list[int]] | None, privacy: PrivacyMatrix) -> Certificate | None:
-    """The exact certificate of ``counts / total`` if it is E-LDP, else None (float pre-check first)."""
+def _passes_float_screen(counts: np.ndarray | None, privacy: PrivacyMatrix, total: int) -> bool:
+    """Whether ``counts / total`` is within :data:`FLOAT_REJECT` of E-LDP by the float certifier."""
+    if counts is None:
+        return False
+    return certify(counts.astype(float) / total, privacy).margin >= -FLOAT_REJECT
+
+
+def _certified(
+    counts: np.ndarray | None, privacy: PrivacyMatrix, bits: int, labels: tuple[tuple[str, ...], tuple[str, ...]]
+) -> tuple[IntegerTable, Certificate] | None:
+    """The table and its exact certificate if ``counts / 2^bits`` is E-LDP, else None."""
     if counts is None:
         return None
-    total = sum(counts[0])
-    floating = certify(np.array(counts, dtype=float) / total, privacy)
-    if floating.margin < -FLOAT_REJECT:
-        return None
-    exact = certify(Channel([[Fraction(value, total) for value in row] for row in counts]), privacy, exact=True)
-    return exact if exact.certified else None
+    table = IntegerTable(tuple(map(tuple, counts.tolist())), bits, *labels)
+    certificate = certify(table.channel(), privacy, exact=True)
+    return (table, certificate) if certificate.certified else None
 
 
-def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> None:
-    """Refuse a channel that breaks E by more than any rounding could explain (float certifier)."""
+def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> np.ndarray:
+    """Refuse a channel that breaks E by more than any rounding could explain; return its float tight E."""
     certificate = certify(channel, privacy, tolerance=1e-6)
     if not certificate.certified:
         violation = certificate.violations[0]
@@ -403,3 +484,10 @@ def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> None:
             f"the channel is not E-LDP, so no table of it is: pair x={violation.x}, x'={violation.x_prime}, "
             f"witness y={violation.y}: log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
         )
+    return certificate.tight_epsilon
+
+
+def _object_array(values: list[int]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array

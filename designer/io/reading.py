@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import ExactEpsilon, parse_plain_decimals, quoted_token
+from designer.exact import parse_plain_decimals, plain_decimal_floats, quoted_token
 from designer.io.fast import fast_float_matrix
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
@@ -66,7 +66,8 @@ class NumberTable:
     path : Path
     values : ndarray of float, shape (rows, columns)
     exact : ndarray of object or None
-        Exact mode: the cells as ``Fraction`` (``ExactEpsilon`` for privacy levels).
+        Exact mode: the cells as ``Fraction``; for privacy levels ``ExactEpsilon``,
+        or the text of a plain decimal (read lazily by :class:`~designer.spec.PrivacyMatrix`).
     comments : list of (int, str)
         Comment lines (line number, text).
     """
@@ -114,7 +115,8 @@ def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: b
     """Every cell by the strict parser; the first refused cell names its file line and column.
 
     Exact mode reads plain decimals in one batch (:func:`designer.exact.parse_plain_decimals`:
-    never negative, so never refused; for E they are rational levels), the other cells one by one.
+    never negative, so never refused; for E only their floats, :func:`designer.exact.plain_decimal_floats`,
+    the text being the exact level), the other cells one by one.
     The cyclic garbage collector is paused meanwhile: a million new ``Fraction``
     objects would otherwise trigger collections that rescan all of them (measured
     3-4x slower at k = 1000); they hold no cycles.
@@ -131,46 +133,44 @@ def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: b
 def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
     width = len(table[0])
     cells = [cell for row in table for cell in row]
+    position: dict[str, int] = {}
+    inverse = np.fromiter((position.setdefault(cell, len(position)) for cell in cells), dtype=np.intp, count=len(cells))
+    distinct = list(position)  # repeated values (GRR, block E) are read and converted once, in file order
     if exact and not (rule.integer or rule.positive):
-        distinct = list(dict.fromkeys(cells))  # repeated values (GRR, block E) are read once
-        fractions, decimal_floats = parse_plain_decimals(distinct)
-        if rule.privacy_level:  # a plain decimal level is the rational epsilon itself
-            fractions = [None if value is None else ExactEpsilon(value=value) for value in fractions]
-        plain = dict(zip(distinct, zip(fractions, decimal_floats)))
-        parsed, floats = [plain[cell][0] for cell in cells], [plain[cell][1] for cell in cells]
+        if rule.privacy_level:  # a plain decimal level stays text until its rational is needed
+            floats = plain_decimal_floats(distinct)
+            parsed = [None if value is None else token for token, value in zip(distinct, floats)]
+        else:
+            parsed, floats = parse_plain_decimals(distinct)
     else:
-        parsed, floats = [None] * len(cells), [None] * len(cells)
+        parsed, floats = [None] * len(distinct), [None] * len(distinct)
     parse = parse_exact_cell if exact else parse_float_cell
-    seen: dict[str, tuple[object, str | None]] = {}
-    for index, cell in enumerate(cells):
+
+    def refuse(token: str, reason: str) -> InputError:  # at the token's first cell, the first refused in the file
+        row, column = divmod(cells.index(token), width)
+        return InputError(f"{path}: row {table.line_numbers[row]}, column {column + 1}: {name} {quoted_token(token)} {reason}")
+
+    for index, token in enumerate(distinct):
         if parsed[index] is not None:
             continue
-        outcome = seen.get(cell)
-        if outcome is None:
-            outcome = seen[cell] = parse(cell, rule)
-        if outcome[1] is not None:
-            row, column = divmod(index, width)
-            raise InputError(f"{path}: row {table.line_numbers[row]}, column {column + 1}: {name} {quoted_token(cell)} {outcome[1]}")
-        parsed[index] = outcome[0]
-    shape = (len(table), width)
-    if not exact:
-        return np.array(parsed, dtype=float).reshape(shape) + 0.0, None  # -0.0 is 0
-    exact_values = np.empty(len(cells), dtype=object)
-    exact_values[:] = parsed
-    try:
-        values = np.array([value if value is not None else float(parsed[index]) for index, value in enumerate(floats)])
-    except OverflowError:
-        for index, value in enumerate(parsed):
+        value, reason = parse(token, rule)
+        if reason is not None:
+            raise refuse(token, reason)
+        parsed[index] = value
+        if exact:
             try:
-                float(value)
+                floats[index] = float(value)
             except OverflowError:
-                row, column = divmod(index, width)
-                raise InputError(
-                    f"{path}: row {table.line_numbers[row]}, column {column + 1}: {name} "
-                    f"{quoted_token(cells[index])} {TOO_LARGE}"
-                ) from None
-        raise
-    return values.reshape(shape), exact_values.reshape(shape)
+                raise refuse(token, TOO_LARGE) from None
+        else:
+            floats[index] = value
+    shape = (len(table), width)
+    values = np.array(floats, dtype=float)[inverse].reshape(shape)
+    if not exact:
+        return values + 0.0, None  # -0.0 is 0
+    exact_values = np.empty(len(distinct), dtype=object)
+    exact_values[:] = parsed
+    return values, exact_values[inverse].reshape(shape)
 
 
 def read_privacy_matrix(path: str | Path, exact: bool = True) -> PrivacyMatrix:
@@ -190,7 +190,7 @@ def read_privacy_matrix(path: str | Path, exact: bool = True) -> PrivacyMatrix:
         shown = numbers.exact[x, x] if numbers.exact is not None else values[x, x]
         raise InputError(f"{numbers.path}: row {numbers.line(x)}, column {x + 1}: diagonal of E must be 0, got {str(shown)!r}")
     labels = numbers.labels(values.shape[0])
-    return PrivacyMatrix(numbers.exact if exact else values, labels, name=numbers.path.name)
+    return PrivacyMatrix(values, labels, name=numbers.path.name, exact_epsilon=numbers.exact)
 
 
 def read_channel(path: str | Path, exact: bool = True) -> Channel:
