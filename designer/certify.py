@@ -40,7 +40,6 @@ import numpy as np
 
 from designer.channel import Channel
 from designer.exact import ExactEpsilon, describe_fraction, log_fraction
-from designer.exact_filter import SUPPORT_BREAK, UNDECIDED, VIOLATED, exact_signs, find_candidates, rational_logs, screen_pairs
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
@@ -247,6 +246,9 @@ def _certify_float(channel: Channel, epsilon: PrivacyMatrix, tolerance: float) -
 
 def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
     """Exact mode: the float filter decides most pairs, rationals and Arb the rest."""
+    # imported here: float mode (every command's default) never needs the filter
+    from designer.exact_filter import SUPPORT_BREAK, UNDECIDED, VIOLATED, exact_signs, find_candidates, rational_logs, screen_pairs
+
     logs = rational_logs(channel.exact_matrix)
     allowed = epsilon.epsilon
     screen = screen_pairs(logs, allowed)

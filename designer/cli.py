@@ -2,39 +2,69 @@
 
 Exit codes: 0 success / certified, 1 violated, 2 bad input (one clear line on
 stderr, never a traceback, never a partial output file). Each command lives in
-its own module under :mod:`designer.commands` and registers itself here.
+its own module under :mod:`designer.commands` and registers itself with
+``register(app)``. A run of one command imports only that command's module
+(:data:`COMMANDS` says which); ``--help``, an unknown command and the module
+attribute ``app`` (built on first access) register every command.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Sequence
 
 import typer
+from typer.main import get_group
 
 from designer.commands import BAD_INPUT
-from designer.commands import certify as certify_command
-from designer.commands import demo as demo_command
-from designer.commands import design as design_command
-from designer.commands import robust as robust_command
-from designer.commands import simulate as simulate_command
-from designer.commands import spec as spec_command
-from designer.commands import range as range_command
-from designer.commands import audit as audit_command
-from designer.commands import deploy as deploy_command
-from designer.commands import estimate as estimate_command
-from designer.commands import sweep as sweep_command
 
-app = typer.Typer(
-    name="ldp-designer",
-    help="Design, certify and deploy context-aware local differential privacy mechanisms.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+NAME = "ldp-designer"
+#: The modules under :mod:`designer.commands`, in the order ``--help`` lists their commands.
+COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "deploy", "audit", "sweep", "estimate"]
+#: The module whose ``register`` adds each command (``tests/test_cli_lazy_commands.py`` checks it).
+COMMANDS = {
+    "certify": "certify",
+    "spec": "spec",
+    "design": "design",
+    "demo": "demo",
+    "robust": "robust",
+    "certify-robust": "robust",
+    "simulate": "simulate",
+    "range": "range",
+    "strategy": "range",
+    "package": "deploy",
+    "package-hadamard": "deploy",
+    "verify-package": "deploy",
+    "sample-package": "deploy",
+    "package-high-low": "deploy",
+    "export-js": "deploy",
+    "audit": "audit",
+    "sweep": "sweep",
+    "estimate": "estimate",
+}
 
-COMMAND_MODULES = [certify_command, spec_command, design_command, demo_command, robust_command, simulate_command, range_command, deploy_command, audit_command, sweep_command, estimate_command]
-for module in COMMAND_MODULES:
-    module.register(app)
+
+def build_app(modules: Sequence[str] = COMMAND_MODULES) -> typer.Typer:
+    """The Typer app with the commands registered by ``modules`` (names under :mod:`designer.commands`)."""
+    app = typer.Typer(
+        name=NAME,
+        help="Design, certify and deploy context-aware local differential privacy mechanisms.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    for module in modules:
+        importlib.import_module(f"designer.commands.{module}").register(app)
+    return app
+
+
+def __getattr__(name: str) -> object:
+    """``app``, the app with every command, built on first access (PEP 562)."""
+    if name == "app":
+        app = globals()["app"] = build_app()
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -45,11 +75,15 @@ def main() -> None:
     files; ``--help`` and no arguments print the help.
     """
     arguments = sys.argv[1:] or ["--help"]
+    module = COMMANDS.get(arguments[0])
+    # a group even with one command, so that the command is still named on the command line
+    # (with pretty exceptions off, ``app(...)`` adds nothing else to this call)
+    command = get_group(build_app(COMMAND_MODULES if module is None else [module]))
     try:
-        code = app(arguments, prog_name=app.info.name, standalone_mode=False)
+        code = command(arguments, prog_name=NAME, standalone_mode=False)
     except typer.TyperException as error:  # typer's usage errors (its click layer)
         context = getattr(error, "ctx", None)
-        where = context.command_path if context is not None else app.info.name
+        where = context.command_path if context is not None else NAME
         typer.echo(f"error: {where}: {error.format_message().splitlines()[0]} (see --help)", err=True)
         code = BAD_INPUT
     except typer.Abort:

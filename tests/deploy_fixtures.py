@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import html
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import threading
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
@@ -68,3 +77,37 @@ def wrong_row(table_row, total: int, share: float = 0.02) -> list[int]:
     row[largest] -= moved
     row[smallest] += moved
     return row
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serve the test folder without logging every request."""
+
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript"}
+
+    def log_message(self, format, *args):
+        pass
+
+
+def run_page_in_chromium(folder: Path) -> dict:
+    """Serve ``folder`` on 127.0.0.1, load its ``index.html`` in headless Chromium, return the page's JSON.
+
+    The page writes one JSON object into ``<pre id="result">`` (read back from ``--dump-dom``).
+    """
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert browser is not None, "chromium is not installed: `make test` installs it (make browser-deps)"
+    handler = functools.partial(QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-dev-shm-usage", f"--user-data-dir={folder / 'profile'}", "--virtual-time-budget=60000",
+             "--dump-dom", f"http://127.0.0.1:{server.server_address[1]}/index.html"],
+            capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    match = re.search(r'<pre id="result">(.*?)</pre>', result.stdout, re.S)
+    assert match, result.stdout[-2000:] + result.stderr[-2000:]
+    return json.loads(html.unescape(match.group(1)))

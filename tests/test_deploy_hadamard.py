@@ -5,6 +5,7 @@ import subprocess
 from decimal import Decimal, getcontext
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -12,6 +13,7 @@ from designer.cli import app
 from designer.deploy.package import SCHEMA_PATH
 from designer.deploy.sampler import HadamardSampler, PackageTampered, package_digest
 from designer.deploy.structured import build_hadamard_package, largest_coin, verify_hadamard_package
+from designer.deploy.vectorised import VectorisedSampler
 from designer.exact import ExactEpsilon
 from designer.mechanisms import BlockHadamardResponse
 from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, wrong_row
@@ -58,6 +60,35 @@ def test_stdlib_sampler_realises_the_certified_channel():
         counts = sampler.counts(x, 60_000)
         assert chi_square_p_value(counts, row, size * total) > P_VALUE_FLOOR
         assert chi_square_p_value(counts, wrong_row(row, size * total, 0.03), size * total) < 1e-9
+
+
+@pytest.mark.parametrize("seed", [None, 9])
+def test_vectorised_sampler_realises_the_certified_channel(seed):
+    document = build_hadamard_package([3, 5, 1], "1", bits=40)
+    sampler = VectorisedSampler(document, seed=seed)
+    total, coin = 2**40, int(document["coin"])
+    reference = BlockHadamardResponse([3, 5, 1], 1.0).channel().matrix
+    inputs = np.repeat(np.arange(9), 150_000)
+    reports = sampler.sample(inputs)
+    for x in (0, 2, 3, 7, 8):
+        counts = np.bincount(reports[inputs == x], minlength=sampler.n_outputs)
+        row = [0 if value == 0 else 2 * coin if value > reference[x][reference[x] > 0].min() else 2 * (total - coin)
+               for value in reference[x]]  # times 1 / (K 2^b); block 3 (size 1) has K = 2
+        scale = sum(row)
+        assert set(sampler.support(x).tolist()) == {y for y, value in enumerate(row) if value}
+        assert chi_square_p_value(counts, row, scale) > P_VALUE_FLOOR
+        assert chi_square_p_value(counts, wrong_row(row, scale, 0.03), scale) < 1e-9
+    assert sampler.kind == "block-hadamard" and sampler.n_outputs == 4 + 8 + 2
+
+
+def test_forged_coin_below_one_half_is_violated():
+    """A coin T < 2^(b-1) makes S_x the unlikely half: the ratio is (2^b - T) / T, not T / (2^b - T)."""
+    document = build_hadamard_package([3, 5], "1")
+    forged = dict(document, coin="1")
+    forged["sha256"] = package_digest(forged)
+    verification = verify_hadamard_package(forged)
+    assert not verification.certified and verification.ratio == 2**32 - 1
+    assert "(2^32 - T)/T" in verification.failed[0]
 
 
 def test_node_sampler_realises_the_certified_channel(tmp_path):

@@ -6,13 +6,9 @@ the counts must pass a chi-square goodness-of-fit test against the table while a
 deliberately wrong table fails it.
 """
 
-import functools
-import http.server
 import json
-import re
 import shutil
 import subprocess
-import threading
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,7 +19,7 @@ from designer.deploy.package import build_package
 from designer.deploy.sampler import canonical_bytes
 from designer.deploy.table import deployable_table
 from designer.spec import PrivacyMatrix
-from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, wrong_row
+from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, run_page_in_chromium, wrong_row
 
 CLIENT = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "js" / "ldp-client.mjs"
 DRIVER = Path(__file__).resolve().parent / "js" / "sample_counts.mjs"
@@ -107,43 +103,14 @@ document.getElementById("result").textContent = JSON.stringify(out);
 
 
 def test_headless_chromium_client(tmp_path, package):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert browser is not None, "chromium is not installed: `make test` installs it (make browser-deps)"
     shutil.copy(CLIENT, tmp_path / "ldp-client.mjs")
     (tmp_path / "mech.json").write_text(json.dumps(package, ensure_ascii=False))
     tampered = json.loads(json.dumps(package))
     tampered["outputs"][0] = "report x"
     (tmp_path / "tampered.json").write_text(json.dumps(tampered))
     (tmp_path / "index.html").write_text(PAGE % {"draws": DRAWS})
-    handler = functools.partial(QuietHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
-        result = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=60000",
-             "--dump-dom", url],
-            capture_output=True, text=True, timeout=120,
-        )
-    finally:
-        server.shutdown()
-        server.server_close()
-    match = re.search(r'<pre id="result">(.*?)</pre>', result.stdout, re.S)
-    assert match, result.stdout[-2000:] + result.stderr[-2000:]
-    text = match.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    out = json.loads(text)
+    out = run_page_in_chromium(tmp_path)
     assert "error" not in out, out
     assert out["sha256"] == package["sha256"] and out["tampered"] == "PackageTampered"
     for x in ("0", "4"):
         check_fit(out["counts"][x], package, int(x))
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serve the test folder without logging every request."""
-
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript"}
-
-    def log_message(self, format, *args):
-        pass

@@ -37,3 +37,18 @@ def test_readme_links_point_to_existing_pages():
     readme = (ROOT / "README.md").read_text()
     for target in [part.split(")")[0] for part in readme.split("](docs/")[1:]]:
         assert (ROOT / "docs" / target.split("#")[0]).is_file(), target
+
+
+def test_plans_in_the_sweep_guide_are_valid():
+    """Every TOML block of docs/scale.md is valid TOML; those naming a task are plans that build their cells."""
+    import re
+    import tomllib
+
+    from designer.sweep.plan import parse_plan
+
+    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "scale.md").read_text(), flags=re.S)
+    plans = [tomllib.loads(block) for block in blocks]
+    complete = [plan for plan in plans if "task" in plan]
+    assert len(blocks) == 3 and len(complete) == 2
+    sizes = sorted(len(parse_plan(plan).cells) for plan in complete)
+    assert sizes == [6, 14_400]  # 2 families x 3 eps; 200 draws x 12 eps x 6 protocols

@@ -13,53 +13,78 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
   ``Q^T``, ``f`` the output frequencies) is linear in the multinomial ``f``, so
   ``Cov(p_hat) = A (diag(q) - q q^T) A^T / n``, estimated with ``q = f`` (plug-in);
   the interval is ``p_hat ± z sqrt(diag Cov)`` (normal approximation, exact
-  covariance of the linear estimator).
+  covariance of the linear estimator). For a structured package (block or high-low
+  Hadamard response) ``A`` is the paper's estimator ((19), or (15)-(16)) computed with
+  fast Walsh–Hadamard transforms, and the diagonal of the same covariance has a closed
+  form (:mod:`designer.aggregate.structured`): any k, ``Q`` never materialised.
 * ``mle`` — :func:`designer.estimation.maximum_likelihood` (EM); the interval is
   the percentile interval of a nonparametric bootstrap: ``B`` resamples of the
-  output counts from Multinomial(n, f), each re-estimated by EM (seeded).
+  output counts from Multinomial(n, f), each re-estimated by EM (seeded). A structured
+  package runs EM through its transforms, up to :data:`MAX_MLE_ENTRIES` channel entries.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from designer.mechanisms.base import Mechanism
+
 #: Distinct outside-alphabet values listed in a report (the total is always given).
 LISTED_OUTSIDE = 20
-#: Largest channel (k x m entries) materialised for a structured package.
-MAX_DENSE_ENTRIES = 4_000_000
+#: Largest structured package (k x m channel entries, never materialised) for ``--estimator mle``.
+MAX_MLE_ENTRIES = 4_000_000
 #: Bootstrap resamples of the EM interval.
 BOOTSTRAP_SAMPLES = 200
 
 
 @dataclass(frozen=True)
 class ReportMechanism:
-    """A channel with its input and output labels, as reports are matched against it."""
+    """A channel with its input and output labels, as reports are matched against it.
 
-    matrix: np.ndarray
+    ``matrix`` is the dense channel (k x m), or ``None`` for a structured package, whose
+    ``structured`` mechanism estimates through fast transforms (:mod:`designer.aggregate.structured`).
+    """
+
+    matrix: np.ndarray | None
     input_labels: tuple[str, ...]
     output_labels: tuple[str, ...]
     source: str
+    structured: Mechanism | None = None
+
+    @property
+    def channel(self):
+        """What :mod:`designer.estimation` takes: the dense matrix, or the structured operator."""
+        return self.matrix if self.structured is None else self.structured
+
+    @property
+    def entries(self) -> int:
+        """``k x m``: the size of the channel (materialised or not)."""
+        return len(self.input_labels) * len(self.output_labels)
 
 
 def load_mechanism(path: str | Path) -> ReportMechanism:
     """A channel CSV (``designer.io.read_channel``) or a package JSON of ``ldp-designer package``.
 
     A package is verified first (``designer.deploy.package.verify_package``: structure,
-    SHA-256, exact certificate or structural proof): a table package, or a block-Hadamard
-    package as its materialised channel (up to :data:`MAX_DENSE_ENTRIES` entries).
+    SHA-256, exact certificate or structural proof): a table package as its channel, a
+    ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
+    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
         from designer.deploy import package
 
         document = package.read_package(path)
-        if document.get("kind") == "block-hadamard":
-            return _block_hadamard(document, path)
+        from designer.aggregate.structured import STRUCTURED_KINDS
+
+        if document.get("kind") in STRUCTURED_KINDS:
+            return _structured(document, path)
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
@@ -76,33 +101,40 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     return ReportMechanism(np.asarray(channel.matrix, dtype=float), channel.input_labels, channel.output_labels, "channel")
 
 
-def _block_hadamard(document: dict, path: Path) -> ReportMechanism:
-    """A ``block-hadamard`` package (verified) as its materialised block HR channel.
-
-    The package's sampler reports inside ``S_x`` with probability exactly
-    ``T / 2^b`` (designer/deploy/structured.py); block HR at
-    ``eps' = log(T / (2^b - T))`` has the same channel (``e^eps' / (1 + e^eps') = T / 2^b``)
-    and the same output layout (block offsets, Sylvester rows 1, 2, ... in a block).
-    """
-    from designer.deploy.sampler import PackageError
-    from designer.deploy.structured import verify_hadamard_package
-    from designer.mechanisms import BlockHadamardResponse
+def _structured(document: dict, path: Path) -> ReportMechanism:
+    """A verified structured package as its mechanism; inputs and outputs labelled by index."""
+    from designer.aggregate.structured import deployed_mechanism
 
     try:
-        verification = verify_hadamard_package(document)
-    except PackageError as error:
-        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
-    if not verification.certified:
-        raise ValueError(f"{path}: the package's privacy proof does not verify")
-    sizes = [int(size) for size in document["block_sizes"]]
-    coin, scale = int(document["coin"]), 2 ** int(document["bits"])
-    mechanism = BlockHadamardResponse(sizes, math.log(coin / (scale - coin)))
-    if mechanism.k * mechanism.n_outputs > MAX_DENSE_ENTRIES:
-        raise ValueError(f"{path}: block HR with k = {mechanism.k} and {mechanism.n_outputs} outputs is too large "
-                         f"for the interval computation (at most {MAX_DENSE_ENTRIES:.0e} channel entries)")
-    matrix = np.asarray(mechanism.channel().matrix, dtype=float)
-    labels = tuple(str(j) for j in range(mechanism.n_outputs))
-    return ReportMechanism(matrix, tuple(str(x) for x in range(mechanism.k)), labels, "package (block-hadamard)")
+        mechanism = deployed_mechanism(document)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    return ReportMechanism(None, tuple(str(x) for x in range(mechanism.k)),
+                           tuple(str(j) for j in range(mechanism.n_outputs)),
+                           f"package ({document['kind']})", mechanism)
+
+
+def check_confidence(confidence: float) -> None:
+    """Refuse a confidence level outside (0, 1)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"--confidence must be in (0, 1), got {confidence!r}")
+
+
+def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
+    """Refuse, before any report is counted, an unknown estimator or an EM bootstrap too large to run.
+
+    EM through transforms works at any k, but its bootstrap interval repeats it
+    :data:`BOOTSTRAP_SAMPLES` times, and one EM on block HR at k = 43,750 (35 blocks of
+    1250, n = 10^7) took 2854 SQUAREM steps, 249 s: ``mle`` on a structured package is
+    limited to :data:`MAX_MLE_ENTRIES` channel entries (a dense channel is already in
+    memory: no limit); ``unbiased`` has exact intervals at any k.
+    """
+    if estimator not in ("unbiased", "mle"):
+        raise ValueError(f"unknown estimator {estimator!r}; choose unbiased or mle")
+    if estimator == "mle" and mechanism.structured is not None and mechanism.entries > MAX_MLE_ENTRIES:
+        raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
+                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); "
+                         "use --estimator unbiased (exact intervals at any k)")
 
 
 def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, ...]) -> tuple[np.ndarray, dict]:
@@ -127,21 +159,24 @@ def unbiased_interval(counts: np.ndarray, matrix: np.ndarray, confidence: float)
     n = counts.sum()
     frequencies = counts / n
     inverse = np.linalg.pinv(matrix.T)
-    covariance = (np.diag(frequencies) - np.outer(frequencies, frequencies)) / n
-    variances = np.einsum("ij,jk,ik->i", inverse, covariance, inverse)
+    # diag(A (diag f - f f^T) A^T) = (A * A) f - (A f)^2: O(k m), not the O(k m^2) of the full product
+    variances = ((inverse * inverse) @ frequencies - (inverse @ frequencies) ** 2) / n
     return estimate, np.sqrt(np.maximum(variances, 0.0))
 
 
-def mle_interval(counts: np.ndarray, matrix: np.ndarray, confidence: float, samples: int = BOOTSTRAP_SAMPLES,
+def mle_interval(counts: np.ndarray, channel, confidence: float, samples: int = BOOTSTRAP_SAMPLES,
                  seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The EM estimate and its bootstrap percentile interval (low, high)."""
+    """The EM estimate and its bootstrap percentile interval (low, high).
+
+    ``channel``: a dense k x m matrix, or a mechanism with ``forward``/``adjoint`` (EM through transforms).
+    """
     from designer.estimation import maximum_likelihood
 
-    estimate = maximum_likelihood(counts, matrix).estimate
+    estimate = maximum_likelihood(counts, channel).estimate
     rng = np.random.default_rng(seed)
     n = int(counts.sum())
     draws = rng.multinomial(n, counts / n, size=samples)
-    resampled = np.array([maximum_likelihood(draw, matrix, start=None).estimate for draw in draws])
+    resampled = np.array([maximum_likelihood(draw, channel, start=None).estimate for draw in draws])
     tail = (1 - confidence) / 2
     return estimate, np.quantile(resampled, tail, axis=0), np.quantile(resampled, 1 - tail, axis=0)
 
@@ -153,26 +188,33 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
     Raises
     ------
     ValueError
-        No report in the alphabet, an unknown estimator, a confidence outside (0, 1).
+        No report in the alphabet, an unknown estimator (or ``mle`` too large: :func:`check_estimator`),
+        a confidence outside (0, 1).
     """
-    if not 0 < confidence < 1:
-        raise ValueError(f"--confidence must be in (0, 1), got {confidence!r}")
+    check_confidence(confidence)
+    check_estimator(mechanism, estimator)
     inside, outside = alphabet_counts(values, counts, mechanism.output_labels)
     n = int(inside.sum())
     if n == 0:
         raise ValueError(f"no report is in the mechanism's output alphabet ({_alphabet(mechanism)}); "
                          f"{sum(outside.values())} reports outside it")
     if estimator == "unbiased":
-        estimate, errors = unbiased_interval(inside, mechanism.matrix, confidence)
+        if mechanism.structured is None:
+            estimate, errors = unbiased_interval(inside, mechanism.matrix, confidence)
+            method = "normal approximation, covariance of the linear unbiased estimator"
+        else:
+            from designer.aggregate.structured import estimator_equations, structured_unbiased_interval
+
+            estimate, errors = structured_unbiased_interval(inside, mechanism.structured)
+            method = (f"normal approximation, exact variance of the unbiased estimator "
+                      f"{estimator_equations(mechanism.structured)} of context-aware-ldp.md, by fast Walsh-Hadamard "
+                      "transforms")
         z = NormalDist().inv_cdf(0.5 + confidence / 2)
         low, high = estimate - z * errors, estimate + z * errors
-        method = "normal approximation, covariance of the linear unbiased estimator"
-    elif estimator == "mle":
-        estimate, low, high = mle_interval(inside, mechanism.matrix, confidence, seed=seed)
+    else:
+        estimate, low, high = mle_interval(inside, mechanism.channel, confidence, seed=seed)
         errors = None
         method = f"bootstrap percentile, {BOOTSTRAP_SAMPLES} resamples (seed {seed})"
-    else:
-        raise ValueError(f"unknown estimator {estimator!r}; choose unbiased or mle")
     listed = dict(sorted(outside.items(), key=lambda item: -item[1])[:LISTED_OUTSIDE])
     return {
         "reports": n + sum(outside.values()),

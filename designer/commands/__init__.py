@@ -7,7 +7,6 @@ Each module exposes ``register(app)``. :func:`guarded` turns bad input
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable
 
@@ -52,4 +51,6 @@ def check_simulation_epsilon(epsilon: float) -> None:
 
 def print_json(payload: dict) -> None:
     """Print one JSON object on stdout."""
+    import json  # only --json runs need it (fast start)
+
     sys.stdout.write(json.dumps(payload) + "\n")

@@ -1,4 +1,6 @@
-"""``ldp-designer package``, ``verify-package``, ``sample-package`` and ``export-js``: deploy what was certified.
+"""Deploy what was certified: ``package``, ``package-hadamard``, ``package-high-low``, and the package tools.
+
+``verify-package``, ``sample-package`` and ``export-js`` read or serve any package kind.
 
 Exit codes:
 
@@ -10,6 +12,7 @@ Exit codes:
   malformed or truncated JSON, another format or schema version, a missing/unknown
   member, a table entry that is not a decimal integer, a row not summing to ``2^bits``,
   a bad E entry.
+* ``package-hadamard``, ``package-high-low`` — 0 written; 2 bad input.
 * ``sample-package`` — 0 sampled; 1 tampered; 2 bad input.
 * ``export-js`` — 0 written; 2 bad input (missing folder).
 
@@ -143,8 +146,8 @@ def verify_package_command(
     from designer.deploy.sampler import PackageError, PackageTampered
 
     document = read_package(path)
-    if document.get("kind") == "block-hadamard":
-        _verify_hadamard(document, path, as_json)
+    if document.get("kind") in ("block-hadamard", "high-low-hadamard"):
+        _verify_structured(document, path, as_json)
         return
     try:
         verification = verify_package(document)
@@ -171,13 +174,13 @@ def verify_package_command(
         )
 
 
-def _verify_hadamard(document: dict, path: Path, as_json: bool) -> None:
-    """verify-package for a block-hadamard package: re-prove its structural privacy exactly."""
+def _verify_structured(document: dict, path: Path, as_json: bool) -> None:
+    """verify-package for a block-hadamard or high-low-hadamard package: re-prove its structural privacy exactly."""
     from designer.deploy.sampler import PackageError, PackageTampered
-    from designer.deploy.structured import verify_hadamard_package
+    from designer.deploy.structured import verify_structured_package
 
     try:
-        verification = verify_hadamard_package(document)
+        verification = verify_structured_package(document)
     except PackageTampered as error:
         reject(f"{path}: {error}")
     except PackageError as error:
@@ -191,13 +194,13 @@ def _verify_hadamard(document: dict, path: Path, as_json: bool) -> None:
         colour = "green" if verification.certified else "red"
         console.print(
             f"[bold {colour}]{verdict.upper()}[/] (exact structural proof, from scratch) "
-            + escape(f"{path}: sha256 ok, block Hadamard response, k = {verification.k}, "
+            + escape(f"{path}: sha256 ok, {verification.mechanism}, k = {verification.k}, "
                      f"{verification.n_outputs} outputs")
         )
         for step in verification.proof:
             console.print(escape(f"  {step}"))
     if not verification.certified:
-        reject(f"{path}: {verification.proof[2]}")
+        reject(f"{path}: {'; '.join(verification.failed)}")
 
 
 @guarded
@@ -234,6 +237,38 @@ def package_hadamard_command(
 
 
 @guarded
+def package_high_low_command(
+    k: int = typer.Option(..., "--k", help="Domain size: symbols 0..k-1."),
+    sensitive: str = typer.Option(
+        ..., "--sensitive", help="The sensitive symbols A: comma separated, FIRST-LAST ranges (e.g. 0-99,250)."
+    ),
+    epsilon: str = typer.Option(
+        ..., "--eps", help="Level of high-low LDP (Definition 3), exact text (log(3), 1, 1/2)."
+    ),
+    out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
+    bits: int = typer.Option(32, "--bits", help="Precision of the coin and keep thresholds: T / 2^bits (8 to 64)."),
+) -> None:
+    """Package high-low Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
+    from designer.deploy.package import write_package
+    from designer.deploy.structured import build_high_low_package, parse_symbols
+
+    try:
+        symbols = parse_symbols(sensitive)
+    except ValueError as error:
+        raise ValueError(f"--sensitive: {error}") from None
+    document = build_high_low_package(k, symbols, epsilon, bits)
+    write_package(out, document)
+    utility = document["utility"]
+    Console().print(escape(
+        f"package {out}: high-low Hadamard response, k = {k}, {len(symbols)} sensitive, eps = {document['epsilon']}, "
+        f"coin T = {document['coin']}, keep K = {document['keep']} (/ 2^{bits}; ideal coin {utility['ideal_coin']}, "
+        f"relative change {float(utility['relative_coin_change']):.3g}), certified exactly "
+        f"(margin {document['certificate']['margin']})"
+    ))
+    Console().print(f"  sha256 {document['sha256']}")
+
+
+@guarded
 def sample_package_command(
     path: Path = typer.Argument(..., help="The mechanism package (JSON)."),
     input_label: str = typer.Option(..., "--input", help="Input label to draw reports for."),
@@ -244,6 +279,8 @@ def sample_package_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Draw n reports exactly from a package and print their counts. Exit 0, 1 tampered, 2 bad input."""
+    import numpy as np
+
     from designer.deploy.package import read_package
     from designer.deploy.sampler import PackageError, PackageTampered
     from designer.deploy.vectorised import VectorisedSampler
@@ -251,53 +288,34 @@ def sample_package_command(
     if n < 1:
         raise ValueError(f"--n must be >= 1, got {n}")
     document = read_package(path)
-    if document.get("kind") == "block-hadamard":
-        _sample_hadamard(document, path, input_label, n, seed, as_json)
-        return
     try:
         sampler = VectorisedSampler(document, seed)
     except PackageTampered as error:
         reject(f"{path}: {error}")
     except PackageError as error:
         raise ValueError(f"{path}: {error}") from None
-    if input_label not in sampler.inputs:
-        raise ValueError(f"--input {input_label!r} is not an input of {path} ({', '.join(sampler.inputs[:10])}...)")
-    counts = sampler.counts(sampler.inputs.index(input_label), n)
+    try:
+        x = sampler.input_index(input_label)
+    except ValueError as error:
+        raise ValueError(f"--input: {error}") from None
+    support = sampler.support(x)
+    counts = sampler.counts(x, n)[support].tolist()
+    labels = [sampler.output_label(int(y)) for y in support]
     if as_json:
         print_json({"input": input_label, "n": n, "generator": sampler.generator_name,
-                    "counts": dict(zip(sampler.outputs, counts.tolist()))})
+                    "counts": dict(zip(labels, counts))})
         return
     console = Console()
     console.print(escape(f"{n} reports for input {input_label!r} from {path}; generator: {sampler.generator_name}"))
-    for label, count in zip(sampler.outputs, counts.tolist()):
-        console.print(escape(f"  {label}: {count}"))
-
-
-def _sample_hadamard(document: dict, path: Path, input_label: str, n: int, seed, as_json: bool) -> None:
-    """sample-package for a block-hadamard package: the stdlib client (secrets), outputs of the input's block."""
-    from designer.deploy.sampler import HadamardSampler, PackageError, PackageTampered
-
-    if seed is not None:
-        raise ValueError("--seed applies to table packages; block Hadamard packages are sampled with secrets only")
-    try:
-        sampler = HadamardSampler(document)
-    except PackageTampered as error:
-        reject(f"{path}: {error}")
-    except PackageError as error:
-        raise ValueError(f"{path}: {error}") from None
-    if not input_label.isdigit() or int(input_label) >= sampler.k:
-        raise ValueError(f"--input must be a symbol index in 0..{sampler.k - 1} for a block Hadamard package")
-    x = int(input_label)
-    counts = sampler.counts(x, n)
-    offset = sampler.offsets[sampler.starts.index(max(start for start in sampler.starts if start <= x))]
-    generator = "secrets.randbits (stdlib client): cryptographic"
-    if as_json:
-        print_json({"input": input_label, "n": n, "generator": generator,
-                    "counts": {str(offset + y): count for y, count in enumerate(counts)}})
+    if sampler.kind == "table":
+        for label, count in zip(labels, counts):
+            console.print(escape(f"  {label}: {count}"))
         return
-    console = Console()
-    console.print(escape(f"{n} reports for symbol {x} from {path}; generator: {generator}"))
-    console.print(escape(f"  outputs {offset}..{offset + len(counts) - 1}: {counts}"))
+    runs = np.split(np.arange(support.size), np.flatnonzero(np.diff(support) != 1) + 1)
+    for run in runs:
+        first, last = int(support[run[0]]), int(support[run[-1]])
+        shown = f"outputs {first}..{last}" if last > first else f"output {first}"
+        console.print(escape(f"  {shown}: {[counts[i] for i in run]}"))
 
 
 @guarded
@@ -318,6 +336,7 @@ def export_js_command(
 def register(app: typer.Typer) -> None:
     app.command("package")(package_command)
     app.command("package-hadamard")(package_hadamard_command)
+    app.command("package-high-low")(package_high_low_command)
     app.command("verify-package")(verify_package_command)
     app.command("sample-package")(sample_package_command)
     app.command("export-js")(export_js_command)

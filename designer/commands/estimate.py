@@ -8,6 +8,9 @@ import typer
 
 from designer.commands import guarded, print_json
 
+#: Rows of the text table; beyond this many inputs it shows the largest estimates (``--json`` has all).
+TABLE_ROWS = 50
+
 
 @guarded
 def estimate_command(
@@ -25,9 +28,11 @@ def estimate_command(
     from rich.table import Table
 
     from designer.aggregate.counting import count_reports
-    from designer.aggregate.estimate import estimate_reports, load_mechanism
+    from designer.aggregate.estimate import check_confidence, check_estimator, estimate_reports, load_mechanism
 
+    check_confidence(confidence)
     loaded = load_mechanism(mechanism)
+    check_estimator(loaded, estimator)  # before counting: refusing after a 10^9-report count wastes it
     counted = count_reports(reports, column, scheduler)
     result = estimate_reports(loaded, counted.values, counted.counts, estimator, confidence)
     result.update(engine=counted.engine, count_seconds=counted.seconds, mechanism=loaded.source)
@@ -42,10 +47,15 @@ def estimate_command(
         shown = ", ".join(f"{escape(value)} ({count})" for value, count in outside["values"].items())
         Console(stderr=True, soft_wrap=True).print(f"warning: {outside['count']} reports outside the output alphabet "
                                    f"({outside['distinct']} distinct values: {shown}); left out of the estimate")
-    table = Table(title=f"{estimator} estimate, {100 * confidence:g}% intervals ({result['interval_method']})")
+    rows = result["estimate"]
+    title = f"{estimator} estimate, {100 * confidence:g}% intervals ({result['interval_method']})"
+    if len(rows) > TABLE_ROWS:  # rendering 43,750 rows takes rich about 40 s and no one reads them
+        rows = sorted(rows, key=lambda row: -row["value"])[:TABLE_ROWS]
+        title += f"; the {TABLE_ROWS} largest of {len(result['estimate'])} estimates (--json prints all)"
+    table = Table(title=title)
     for name in ("input", "estimate", "low", "high"):
         table.add_column(name, justify="left" if name == "input" else "right")
-    for row in result["estimate"]:
+    for row in rows:
         table.add_row(escape(row["input"]), f"{row['value']:.6f}", f"{row['low']:.6f}", f"{row['high']:.6f}")
     console.print(table)
 

@@ -7,12 +7,18 @@ other dependency::
     mechanism = TableSampler.from_file("mech.json")   # checks structure and SHA-256
     report = mechanism.report("yes")                   # an output label
 
+    from sampler import load_sampler, parse_package    # any kind: table, block-hadamard, high-low-hadamard
+    mechanism = load_sampler(parse_package(open("hr.json").read()))
+    report = mechanism.sample(4)                       # an output index for symbol 4
+
 Sampling (exact): row x of the table holds integers ``T[x, 0..m-1]`` summing to
 ``2^b``; with cumulative thresholds ``c_y = T[x, 0] + ... + T[x, y]`` one uniform
 integer ``u`` in ``[0, 2^b)`` from :func:`secrets.randbits` gives the report
 ``Y = min {y : u < c_y}``. Exactly ``T[x, y]`` of the ``2^b`` values of ``u`` give
 ``Y = y``, so ``P(Y = y | X = x) = T[x, y] / 2^b``: the channel that was
-certified, bit for bit (no floating point anywhere).
+certified, bit for bit (no floating point anywhere). The structured kinds
+(:class:`HadamardSampler`, :class:`HighLowHadamardSampler`) compare ``u`` with integer
+coin thresholds and draw uniform columns of power-of-two ranges from raw random bits.
 
 Canonical form (what the package's ``sha256`` covers): the package object
 without its ``sha256`` member, serialised as JSON with keys sorted, no
@@ -38,7 +44,10 @@ _COMMON = ("format", "schema_version", "kind", "bits", "certificate", "utility",
 MEMBERS = {
     "table": _COMMON + ("inputs", "outputs", "E", "table"),
     "block-hadamard": _COMMON + ("block_sizes", "epsilon", "coin"),
+    "high-low-hadamard": _COMMON + ("k", "sensitive", "epsilon", "coin", "keep"),
 }
+#: Symbols (block sizes, k) are below 2^31, so Hadamard rows and columns fit in 32 bits.
+MAX_SYMBOLS = 1 << 31
 KINDS = tuple(MEMBERS)
 
 
@@ -143,14 +152,45 @@ def check_hadamard_structure(document: dict) -> tuple[list[int], int]:
     if not isinstance(sizes, list) or not sizes:
         raise PackageError("block_sizes must be a non-empty list of decimal integer strings")
     sizes = [_decimal(size, f"block_sizes[{j}]") for j, size in enumerate(sizes)]
-    if min(sizes) < 1 or max(sizes) >= 1 << 31:
+    if min(sizes) < 1 or max(sizes) >= MAX_SYMBOLS:
         raise PackageError("every block size must be from 1 to 2^31 - 1")
+    return sizes, _coin(document)
+
+
+def check_high_low_structure(document: dict) -> tuple[int, list[int], int, int]:
+    """Check a ``high-low-hadamard`` package; return ``k``, the sensitive symbols, ``coin`` and ``keep``.
+
+    ``k`` is a decimal string from 1 to 2^31 - 1; ``sensitive`` a non-empty list of
+    strictly increasing decimal strings below ``k``; ``coin`` = T with ``0 < T < 2^bits``
+    (a sensitive symbol reports inside ``S_x`` when a uniform integer in ``[0, 2^bits)`` is
+    below T); ``keep`` = K with ``0 <= K < 2^bits`` (a non-sensitive symbol reports itself
+    when the uniform integer is below K).
+    """
+    if check_common(document) != "high-low-hadamard":
+        raise PackageError(f"a {document['kind']} package is not a high-low Hadamard response")
+    k = _decimal(document["k"], "k")
+    if not 1 <= k < MAX_SYMBOLS:
+        raise PackageError(f"k must be from 1 to 2^31 - 1, got {k}")
+    listed = document["sensitive"]
+    if not isinstance(listed, list) or not listed:
+        raise PackageError("sensitive must be a non-empty list of decimal integer strings")
+    sensitive = [_decimal(symbol, f"sensitive[{i}]") for i, symbol in enumerate(listed)]
+    if any(later <= earlier for earlier, later in zip(sensitive, sensitive[1:])) or sensitive[-1] >= k:
+        raise PackageError(f"sensitive symbols must be strictly increasing and below k = {k}")
+    keep = _decimal(document["keep"], "keep")
+    if not keep < 1 << document["bits"]:
+        raise PackageError(f"keep must be below 2^{document['bits']}, got {keep}")
+    return k, sensitive, _coin(document), keep
+
+
+def _coin(document: dict) -> int:
+    """The ``coin`` threshold T (``0 < T < 2^bits``) of a Hadamard package; its ``epsilon`` must be text."""
     coin = _decimal(document["coin"], "coin")
     if not 0 < coin < 1 << document["bits"]:
         raise PackageError(f"coin must be between 0 and 2^{document['bits']} (exclusive), got {coin}")
     if not isinstance(document["epsilon"], str):
         raise PackageError("epsilon must be text (an exact level such as \"log(3)\" or \"1\")")
-    return sizes, coin
+    return coin
 
 
 def _decimal(entry, where: str) -> int:
@@ -259,9 +299,7 @@ class HadamardSampler:
         row = x - self.starts[block] + 1
         size = self.hadamard_sizes[block]
         column = secrets.randbits(size.bit_length() - 1)
-        inside = secrets.randbits(self.bits) < self.coin
-        if (bin(row & column).count("1") % 2 == 0) != inside:
-            column ^= row & -row
+        column = hadamard_half(row, column, secrets.randbits(self.bits) < self.coin)
         return self.offsets[block] + column
 
     def counts(self, x: int, n: int) -> list[int]:
@@ -273,9 +311,66 @@ class HadamardSampler:
         return tally
 
 
-def load_sampler(document: dict) -> "TableSampler | HadamardSampler":
+class HighLowHadamardSampler:
+    """High-low Hadamard response (context-aware-ldp.md, Section 5.1, channel (13)-(14)) drawn exactly.
+
+    With ``s`` sensitive symbols (sorted; the i-th uses Hadamard row ``i + 1`` of order
+    ``S = 2^ceil(log2(s + 1))``) and ``t = k - s`` others (the i-th in increasing order owns
+    output ``S + i``), one draw takes ``u = randbits(b)`` and a uniform column
+    ``c = randbits(log2 S)``:
+
+    * sensitive x: ``c`` moved onto ``S_x`` when ``u < T``, onto its complement otherwise
+      (:func:`hadamard_half`), so ``Q(y|x) = 2T / (S 2^b)`` on ``S_x`` and
+      ``2 (2^b - T) / (S 2^b)`` on the rest of ``[S]``;
+    * non-sensitive x: its own output ``S + i`` when ``u < K`` (probability exactly
+      ``K / 2^b``), otherwise ``c``: ``Q(y|x) = (2^b - K) / (S 2^b)`` on ``[S]``.
+    """
+
+    def __init__(self, document: dict):
+        self.k, self.sensitive, self.coin, self.keep = check_high_low_structure(document)
+        verify_digest(document)
+        self.bits: int = document["bits"]
+        self.hadamard_size = 1 << len(self.sensitive).bit_length()
+        self.n_outputs = self.hadamard_size + self.k - len(self.sensitive)
+
+    def sample(self, x: int) -> int:
+        """One report (output index) for symbol ``x``."""
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < self.k:
+            raise ValueError(f"input index must be an integer in 0..{self.k - 1}, got {x!r}")
+        rank = bisect.bisect_left(self.sensitive, x)
+        u = secrets.randbits(self.bits)
+        if rank < len(self.sensitive) and self.sensitive[rank] == x:
+            column = secrets.randbits(self.hadamard_size.bit_length() - 1)
+            return hadamard_half(rank + 1, column, u < self.coin)
+        if u < self.keep:
+            return self.hadamard_size + x - rank
+        return secrets.randbits(self.hadamard_size.bit_length() - 1)
+
+    def counts(self, x: int, n: int) -> list[int]:
+        """Counts of ``n`` reports for symbol ``x`` over all ``S + t`` outputs."""
+        tally = [0] * self.n_outputs
+        for _ in range(n):
+            tally[self.sample(x)] += 1
+        return tally
+
+
+def hadamard_half(row: int, column: int, inside: bool) -> int:
+    """Move a uniform column onto ``S_row`` (``inside``) or its complement, keeping it uniform there.
+
+    ``S_row`` holds the columns ``c`` with ``popcount(row & c)`` even (Sylvester row
+    ``row >= 1``); flipping the lowest set bit of ``row`` is a bijection between the two halves.
+    """
+    if (bin(row & column).count("1") % 2 == 0) != inside:
+        column ^= row & -row
+    return column
+
+
+_SAMPLERS = {"table": TableSampler, "block-hadamard": HadamardSampler, "high-low-hadamard": HighLowHadamardSampler}
+
+
+def load_sampler(document: dict) -> "TableSampler | HadamardSampler | HighLowHadamardSampler":
     """The sampler of a package's kind (structure and SHA-256 checked)."""
-    return HadamardSampler(document) if document.get("kind") == "block-hadamard" else TableSampler(document)
+    return _SAMPLERS.get(document.get("kind"), TableSampler)(document)
 
 
 def _cumulative(row: list[int]) -> list[int]:

@@ -1,4 +1,4 @@
-"""Packages of structured mechanisms too large to tabulate: block Hadamard response.
+"""Packages of structured mechanisms too large to tabulate: block and high-low Hadamard response.
 
 Block HR (context-aware-ldp.md, Section 6.1; :class:`designer.mechanisms.BlockHadamardResponse`)
 at k = 43,750 would need a 43,750 x 65,536-ish table. Its package (kind
@@ -18,22 +18,50 @@ its structural privacy proof, every step of which is decided exactly:
 
 So the package is E-LDP for ``E = PrivacyMatrix.block(block_sizes, epsilon)`` (Definition 4).
 The coin is the largest ``T`` with ``T / (2^b - T) <= exp(epsilon)``: the ideal coin
-``e^eps / (1 + e^eps)`` rounded down by less than ``2^-b``.
+``e^eps / (1 + e^eps)`` rounded down by less than ``2^-b``. (A forged coin below ``2^(b-1)``
+makes ``S_x`` the *less* likely half; step 3 then bounds ``(2^b - T) / T``.)
+
+High-low HR (Section 5.1, channel (13)-(14); :class:`designer.mechanisms.HighLowHadamardResponse`)
+is packaged as kind ``"high-low-hadamard"``: ``k``, the sorted ``sensitive`` symbols (the set
+A, ``s = |A|``, ``t = k - s``), ``epsilon``, the coin T and the keep threshold K. Its
+sampler (:class:`designer.deploy.sampler.HighLowHadamardSampler`) gives, exactly, with
+``S = 2^ceil(log2(s + 1))``:
+
+* x in A (Hadamard row ``i + 1`` for the i-th sensitive symbol): ``Q(y|x) = 2T / (S 2^b)`` on
+  ``S_x``, ``2(2^b - T) / (S 2^b)`` on the rest of ``[S]``, 0 on the outputs ``S + i``;
+* x not in A (the i-th of them): ``Q(S + i | x) = K / 2^b`` and ``Q(y|x) = (2^b - K) / (S 2^b)``
+  on ``[S]``.
+
+E = ``PrivacyMatrix.high_low(k, A, epsilon)`` (Definition 3) constrains only rows x in A
+(``E[x, x'] = epsilon`` for every x', sensitive or not); ``E[x, x'] = inf`` for x not in A.
+The proof decides, exactly, the largest ratio ``Q(y|x) / Q(y|x')`` for every constrained
+pair — and these maxima are attained, so the verdict is the exact certificate's:
+
+* x, x' in A (``s >= 2``): ``max(T, 2^b - T) / min(T, 2^b - T)`` (distinct non-zero rows
+  disagree on S/2 columns, a quarter of them each way);
+* x in A, x' not in A (``t >= 1``): ``2 max(T, 2^b - T) / (2^b - K)``; on the outputs
+  ``S + i``, ``Q(y|x) = 0``.
+
+With ``K = 2T - 2^b`` (the built value) the second ratio equals the first, so the deployed
+channel is exactly channel (13)-(14) at the rational level ``e^eps' = T / (2^b - T) <= e^eps``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 from designer.deploy.sampler import (
     FORMAT,
+    MAX_SYMBOLS,
     SCHEMA_VERSION,
     PackageError,
     PackageTampered,
+    check_common,
     check_hadamard_structure,
+    check_high_low_structure,
     package_digest,
     verify_digest,
 )
@@ -43,18 +71,29 @@ from designer.io.writing import format_number
 
 #: Members of a block-hadamard package's ``utility``.
 HADAMARD_UTILITY_MEMBERS = ("rounding", "ideal_coin", "coin", "max_total_variation", "relative_coin_change")
+#: Members of a high-low-hadamard package's ``utility``.
+HIGH_LOW_UTILITY_MEMBERS = (
+    "rounding", "ideal_coin", "coin", "ideal_keep", "keep", "max_total_variation", "relative_coin_change",
+)
 
 
 @dataclass(frozen=True)
 class HadamardVerification:
-    """Outcome of :func:`verify_hadamard_package`: the proof steps and the exact verdict."""
+    """Outcome of :func:`verify_structured_package`: the proof steps and the exact verdict.
+
+    ``ratio`` is the largest ratio ``Q(y|x) / Q(y|x')`` over the constrained pairs (``None``
+    when no pair is constrained, or a ratio is unbounded), ``margin`` = ``epsilon - log(ratio)``; ``failed`` lists the
+    proof steps whose bound is broken.
+    """
 
     certified: bool
-    ratio: Fraction
+    ratio: Fraction | None
     margin: float
     proof: tuple[str, ...]
     k: int
     n_outputs: int
+    mechanism: str = "block Hadamard response"
+    failed: tuple[str, ...] = ()
 
 
 def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:
@@ -86,14 +125,10 @@ def build_hadamard_package(block_sizes: Sequence[int], epsilon: str | float, bit
     """
     check_bits(bits)
     sizes = [int(size) for size in block_sizes]
-    if not sizes or min(sizes) < 1:
-        raise ValueError("block sizes must be positive integers")
-    level = ExactEpsilon.parse(epsilon)
-    if level.infinite or float(level) <= 0:
-        raise ValueError(f"epsilon must be positive and finite, got {epsilon}")
-    coin = largest_coin(level, bits)
+    if not sizes or min(sizes) < 1 or max(sizes) >= MAX_SYMBOLS:
+        raise ValueError("block sizes must be integers from 1 to 2^31 - 1")
+    level, coin, ideal = _level_and_coin(epsilon, bits)
     total = 1 << bits
-    ideal = 1.0 / (1.0 + math.exp(-float(level)))
     document = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -111,9 +146,125 @@ def build_hadamard_package(block_sizes: Sequence[int], epsilon: str | float, bit
             "relative_coin_change": format_number(abs(coin / total - ideal) / ideal),
         },
     }
-    verification = _prove(sizes, level, coin, bits)
-    if not verification.certified:  # largest_coin guarantees the ratio; kept as a guard on the proof itself
-        raise ValueError("the block Hadamard coin does not satisfy its own bound")
+    return _sealed(document, _prove_block(sizes, level, coin, bits))
+
+
+def build_high_low_package(k: int, sensitive: Iterable[int], epsilon: str | float, bits: int = 32) -> dict:
+    """A ``high-low-hadamard`` package (with its ``sha256``): high-low HR, Section 5.1, by its parameters.
+
+    The coin T is :func:`largest_coin`; the keep threshold is ``K = 2T - 2^b``, so the
+    deployed channel is channel (13)-(14) at ``e^eps' = T / (2^b - T)`` exactly (see the
+    module docstring).
+
+    Parameters
+    ----------
+    k : int
+        Domain size (1 to 2^31 - 1).
+    sensitive : iterable of int
+        The sensitive symbols A (a non-empty subset of ``0..k-1``).
+    epsilon : str or float
+        The level of Definition 3, exact text (``"log(3)"``, ``"1"``) or a float (its binary value).
+    bits : int
+        Precision of the coin and keep thresholds.
+    """
+    check_bits(bits)
+    k = int(k)
+    if not 1 <= k < MAX_SYMBOLS:
+        raise ValueError(f"k must be from 1 to 2^31 - 1, got {k}")
+    symbols = sorted({int(x) for x in sensitive})
+    if not symbols or symbols[0] < 0 or symbols[-1] >= k:
+        raise ValueError(f"sensitive symbols must be a non-empty subset of 0..{k - 1}")
+    level, coin, ideal = _level_and_coin(epsilon, bits)
+    total = 1 << bits
+    keep = 2 * coin - total  # >= 0: epsilon > 0 gives T >= 2^(b-1)
+    shift = abs(coin / total - ideal)
+    document = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "kind": "high-low-hadamard",
+        "bits": bits,
+        "k": str(k),
+        "sensitive": [str(x) for x in symbols],
+        "epsilon": str(level),
+        "coin": str(coin),
+        "keep": str(keep),
+        "certificate": {},
+        "utility": {
+            "rounding": "down",
+            "ideal_coin": format_number(ideal),
+            "coin": format_number(coin / total),
+            "ideal_keep": format_number(2 * ideal - 1),
+            "keep": format_number(keep / total),
+            # a sensitive row moves |coin - ideal| between its halves; a non-sensitive one twice that
+            "max_total_variation": format_number(2 * shift if len(symbols) < k else shift),
+            "relative_coin_change": format_number(shift / ideal),
+        },
+    }
+    return _sealed(document, _prove_high_low(k, symbols, level, coin, keep, bits))
+
+
+#: Most symbols :func:`parse_symbols` lists (a package holds each as text).
+MAX_LISTED_SYMBOLS = 1 << 24
+
+
+def parse_symbols(text: str) -> list[int]:
+    """Symbols written as ``"0-99,250,300-310"`` (comma-separated symbols and inclusive ranges)."""
+    symbols: set[int] = set()
+    for item in text.split(","):
+        first, dash, last = item.strip().partition("-")
+        try:
+            low, high = int(first), int(last) if dash else int(first)
+        except ValueError:
+            raise ValueError(f"{item.strip()!r} is not a symbol or a range FIRST-LAST") from None
+        if low < 0 or high < low or high >= MAX_SYMBOLS:
+            raise ValueError(f"{item.strip()!r} is not a range of symbols from 0 to 2^31 - 1")
+        if len(symbols) + high - low + 1 > MAX_LISTED_SYMBOLS:
+            raise ValueError(f"more than {MAX_LISTED_SYMBOLS} symbols listed")
+        symbols.update(range(low, high + 1))
+    return sorted(symbols)
+
+
+def verify_structured_package(document: dict) -> HadamardVerification:
+    """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a structured package exactly.
+
+    Kinds ``block-hadamard`` and ``high-low-hadamard``. Raises :class:`PackageError` for
+    a malformed package (or a table), :class:`PackageTampered` for a hash mismatch or a
+    stored proof that differs from the recomputed one.
+    """
+    kind = check_common(document)
+    if kind == "block-hadamard":
+        return verify_hadamard_package(document)
+    if kind == "high-low-hadamard":
+        return verify_high_low_package(document)
+    raise PackageError(f"a {kind} package has no structural proof (verify it as a table)")
+
+
+def verify_hadamard_package(document: dict) -> HadamardVerification:
+    """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a block-HR package exactly."""
+    sizes, coin = check_hadamard_structure(document)
+    level = _checked_fields(document, HADAMARD_UTILITY_MEMBERS)
+    return _recheck(document, _prove_block(sizes, level, coin, document["bits"]))
+
+
+def verify_high_low_package(document: dict) -> HadamardVerification:
+    """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a high-low HR package exactly."""
+    k, sensitive, coin, keep = check_high_low_structure(document)
+    level = _checked_fields(document, HIGH_LOW_UTILITY_MEMBERS)
+    return _recheck(document, _prove_high_low(k, sensitive, level, coin, keep, document["bits"]))
+
+
+def _level_and_coin(epsilon: str | float, bits: int) -> tuple[ExactEpsilon, int, float]:
+    """The exact level (positive, finite), its largest coin and the ideal coin ``e^eps / (1 + e^eps)``."""
+    level = ExactEpsilon.parse(epsilon)
+    if level.infinite or float(level) <= 0:
+        raise ValueError(f"epsilon must be positive and finite, got {epsilon}")
+    return level, largest_coin(level, bits), 1.0 / (1.0 + math.exp(-float(level)))
+
+
+def _sealed(document: dict, verification: HadamardVerification) -> dict:
+    """Store the proof as the certificate and the hash; a built package must prove itself."""
+    if not verification.certified:  # largest_coin guarantees the ratios; kept as a guard on the proof itself
+        raise ValueError(f"the {verification.mechanism} thresholds do not satisfy their own bound")
     document["certificate"] = {
         "verdict": "certified", "mode": "exact", "margin": format_number(verification.margin),
         "proof": list(verification.proof),
@@ -122,9 +273,8 @@ def build_hadamard_package(block_sizes: Sequence[int], epsilon: str | float, bit
     return document
 
 
-def verify_hadamard_package(document: dict) -> HadamardVerification:
-    """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a block-HR package exactly."""
-    sizes, coin = check_hadamard_structure(document)
+def _checked_fields(document: dict, utility_members: tuple[str, ...]) -> ExactEpsilon:
+    """Check the level, certificate and utility members (exit 2); return the exact level."""
     try:
         level = ExactEpsilon.parse(document["epsilon"])
     except ValueError as error:
@@ -135,27 +285,88 @@ def verify_hadamard_package(document: dict) -> HadamardVerification:
     if not isinstance(certificate, dict) or set(certificate) != {"verdict", "mode", "margin", "proof"}:
         raise PackageError("certificate must have exactly the members verdict, mode, margin, proof")
     utility = document["utility"]
-    if not isinstance(utility, dict) or set(utility) != set(HADAMARD_UTILITY_MEMBERS):
-        raise PackageError(f"utility must have exactly the members {', '.join(HADAMARD_UTILITY_MEMBERS)}")
+    if not isinstance(utility, dict) or set(utility) != set(utility_members):
+        raise PackageError(f"utility must have exactly the members {', '.join(utility_members)}")
+    return level
+
+
+def _recheck(document: dict, verification: HadamardVerification) -> HadamardVerification:
+    """The hash must match, and a certified package's stored proof must be the recomputed one (else PackageTampered)."""
     verify_digest(document)
-    verification = _prove(sizes, level, coin, document["bits"])
-    if verification.certified and certificate.get("proof") != list(verification.proof):
+    if verification.certified and document["certificate"].get("proof") != list(verification.proof):
         raise PackageTampered("the stored proof differs from the recomputed one")
     return verification
 
 
-def _prove(sizes: list[int], level: ExactEpsilon, coin: int, bits: int) -> HadamardVerification:
+def _bound(
+    name: str, numerator: int, denominator: int, formula: str, level: ExactEpsilon
+) -> tuple[str, bool, Fraction | None]:
+    """One proof step: ``numerator / denominator <= exp(level)``, decided exactly (a zero denominator fails)."""
+    holds = level.allows(Fraction(numerator), Fraction(denominator))
+    ratio = Fraction(numerator, denominator) if denominator else None
+    shown = ratio if ratio is not None else "inf"
+    return f"{name}: {formula} = {shown} " + ("<=" if holds else ">") + f" exp({level}) (exact)", holds, ratio
+
+
+def _conclude(steps: list[str], bounds: list[tuple[str, bool, Fraction | None]], level: ExactEpsilon,
+              k: int, n_outputs: int, mechanism: str) -> HadamardVerification:
+    certified = all(holds for _, holds, _ in bounds)
+    ratios = [ratio for _, _, ratio in bounds]
+    if any(ratio is None for ratio in ratios):
+        ratio, margin = None, -math.inf
+    elif ratios:
+        ratio = max(ratios)
+        margin = level.gap(ratio)
+    else:
+        ratio, margin = None, math.inf
+    failed = tuple(text for text, holds, _ in bounds if not holds)
+    return HadamardVerification(certified, ratio, margin, tuple(steps), k, n_outputs, mechanism, failed)
+
+
+def _prove_block(sizes: list[int], level: ExactEpsilon, coin: int, bits: int) -> HadamardVerification:
     total = 1 << bits
-    ratio = Fraction(coin, total - coin)
-    certified = level.allows(Fraction(coin), Fraction(total - coin))
     orders = sorted({1 << size.bit_length() for size in sizes})
-    proof = (
+    if coin >= total - coin:
+        same_block = _bound("same block", coin, total - coin, f"Q(y|x)/Q(y|x') <= T/(2^{bits} - T)", level)
+    else:
+        same_block = _bound("same block", total - coin, coin, f"Q(y|x)/Q(y|x') <= (2^{bits} - T)/T", level)
+    steps = [
         f"blocks {len(sizes)}, k = {sum(sizes)}; Sylvester orders K in {orders[:8]}{'...' if len(orders) > 8 else ''}, "
         "K > block size: distinct symbols use distinct non-zero rows, each with K/2 entries +1",
         f"report uniform on S_x with probability exactly T/2^{bits} = {coin}/{total}, on its complement otherwise",
-        f"same block: Q(y|x)/Q(y|x') <= T/(2^{bits} - T) = {ratio} "
-        + ("<=" if certified else ">") + f" exp({level}) (exact)",
+        same_block[0],
         "different blocks: disjoint outputs, E = inf",
-    )
-    margin = level.gap(ratio)
-    return HadamardVerification(certified, ratio, margin, proof, sum(sizes), sum(1 << s.bit_length() for s in sizes))
+    ]
+    n_outputs = sum(1 << size.bit_length() for size in sizes)
+    return _conclude(steps, [same_block], level, sum(sizes), n_outputs, "block Hadamard response")
+
+
+def _prove_high_low(k: int, sensitive: list[int], level: ExactEpsilon, coin: int, keep: int,
+                    bits: int) -> HadamardVerification:
+    total = 1 << bits
+    s, t = len(sensitive), k - len(sensitive)
+    size = 1 << s.bit_length()
+    high, low = max(coin, total - coin), min(coin, total - coin)
+    bounds = []
+    steps = [
+        f"k = {k}: s = {s} sensitive, t = {t} non-sensitive; Sylvester order S = {size} > s: the i-th sensitive "
+        "symbol uses row i + 1 (distinct non-zero rows, each with S/2 entries +1)",
+        f"x in A: report uniform on S_x with probability exactly T/2^{bits} = {coin}/{total}, on the rest of [S] "
+        f"otherwise: Q(y|x) = 2T/(S 2^{bits}) or 2(2^{bits} - T)/(S 2^{bits}) on [S], 0 on the outputs S + i",
+        f"x not in A (the i-th): report S + i with probability exactly K/2^{bits} = {keep}/{total}, uniform on [S] "
+        f"otherwise: Q(y|x) = (2^{bits} - K)/(S 2^{bits}) on [S]",
+    ]
+    if s >= 2:
+        formula = f"max_y Q(y|x)/Q(y|x') = max(T, 2^{bits} - T)/min(T, 2^{bits} - T)"
+        bounds.append(_bound("x, x' in A", high, low, formula, level))
+        steps.append(bounds[-1][0])
+    else:
+        steps.append("x, x' in A: s = 1, no pair of distinct sensitive symbols")
+    if t >= 1:
+        bounds.append(_bound("x in A, x' not in A", 2 * high, total - keep,
+                             f"max_y Q(y|x)/Q(y|x') = 2 max(T, 2^{bits} - T)/(2^{bits} - K)", level))
+        steps.append(bounds[-1][0] + "; outputs S + i: Q(y|x) = 0")
+    else:
+        steps.append("x in A, x' not in A: t = 0, every symbol is sensitive")
+    steps.append("x not in A: E[x, x'] = inf for every x' (Definition 3), no constraint")
+    return _conclude(steps, bounds, level, k, size + t, f"high-low Hadamard response, s = {s} sensitive")

@@ -333,6 +333,11 @@ def round_rows(numerators: np.ndarray, sums: np.ndarray, total: int, preferences
             donors = np.flatnonzero(movable & (row > 1))
             if not donors.size:
                 return None
+            if donors.size <= deficit:  # full rounds (every donor gives one unit), batched: O(k) rounds otherwise
+                rounds = min(deficit // donors.size, int(row[donors].min()) - 1)
+                row[donors] -= rounds
+                deficit -= rounds * donors.size
+                continue
             donors = donors[np.argsort(-row[donors], kind="stable")]
             donors = donors[np.argsort(preferences[x, donors] == 0, kind="stable")][:deficit]
             row[donors] -= 1

@@ -22,6 +22,14 @@ the smallest ``u`` in bucket ``j`` (the top ``g`` bits of ``u``, ``2^g >= 2m``);
 report grows with ``u``, the report of ``u`` is found by stepping up from
 ``guide[x, u >> (b - g)]`` while ``c_y <= u`` — on average under one step, with two
 table look-ups per report instead of a binary search (faster on large tables).
+
+Structured packages (:mod:`designer.deploy.structured`) are drawn with the same integer
+rules as their standard-library samplers, for all reports at once: the symbol's block
+(or rank among the sensitive symbols) by ``np.searchsorted`` (precomputed once per symbol
+when ``k <= LOOKUP_SYMBOLS``), a uniform column from the
+top ``log2 K`` bits of a 32-bit integer, the coin ``u < T`` (and, high-low, ``u < K``) on
+a uniform ``u`` in ``[0, 2^b)``, and the parity flip ``c ^= r & -r``
+(:func:`designer.deploy.sampler.hadamard_half`). No Python loop per report.
 """
 
 from __future__ import annotations
@@ -30,14 +38,17 @@ import secrets
 
 import numpy as np
 
-from designer.deploy.sampler import TableSampler
+from designer.deploy.sampler import HadamardSampler, HighLowHadamardSampler, TableSampler
 
-#: Words drawn per call, bounding memory for large n.
+#: Words drawn per call, and inputs drawn per pass, bounding memory for large n.
 CHUNK = 1 << 22
+#: Structured packages with at most this many symbols get a per-symbol look-up table
+#: (int32, 4 bytes a symbol) instead of a binary search per report.
+LOOKUP_SYMBOLS = 1 << 24
 
 
 class VectorisedSampler:
-    """Exact vectorised sampling of a checked package (see the module docstring).
+    """Exact vectorised sampling of a checked package of any kind (see the module docstring).
 
     Parameters
     ----------
@@ -46,13 +57,28 @@ class VectorisedSampler:
     seed : int, optional
         Use numpy's PCG64 with this seed (reproducible, not cryptographic)
         instead of ChaCha20 keyed from :mod:`secrets`.
+
+    Attributes
+    ----------
+    kind : str
+        The package's kind.
+    k, n_outputs : int
+        Number of inputs (symbols) and outputs.
+    inputs, outputs : list of str or None
+        The labels of a table package; ``None`` for structured kinds, whose inputs and
+        outputs are the indices ``0..k-1`` and ``0..n_outputs-1``.
     """
 
     def __init__(self, document: dict, seed: int | None = None):
-        checked = TableSampler(document)
-        self.bits = checked.bits
-        self.inputs, self.outputs = checked.inputs, checked.outputs
-        k, m = len(checked.thresholds), len(self.outputs)
+        kind = document.get("kind")
+        law = _LAWS.get(kind, _TableLaw)(document)
+        self.kind: str = kind if kind in _LAWS else "table"
+        self._law = law
+        self.bits: int = law.bits
+        self.k: int = law.k
+        self.n_outputs: int = law.n_outputs
+        self.inputs: list[str] | None = getattr(law, "inputs", None)
+        self.outputs: list[str] | None = getattr(law, "outputs", None)
         self.seed = seed
         if seed is None:
             from randomgen import ChaCha
@@ -62,7 +88,65 @@ class VectorisedSampler:
         else:
             self.bit_generator = np.random.PCG64(seed)
             self.generator_name = f"PCG64 (numpy) seeded with {seed}: reproducible simulation, NOT cryptographic"
-        self._m = m
+
+    def uniform_integers(self, n: int, bits: int | None = None) -> np.ndarray:
+        """``n`` independent uniform integers in ``[0, 2^bits)`` as uint64 (default: the package's bits)."""
+        bits = self.bits if bits is None else bits
+        out = np.empty(n, dtype=np.uint64)
+        step = CHUNK * 2 if bits <= 32 else CHUNK
+        for start in range(0, n, step):
+            size = min(n - start, step)
+            if bits <= 32:
+                halves = self.bit_generator.random_raw((size + 1) // 2).view(np.uint32)[:size]
+                out[start : start + size] = halves >> np.uint32(32 - bits)
+            else:
+                out[start : start + size] = self.bit_generator.random_raw(size) >> np.uint64(64 - bits)
+        return out
+
+    def sample(self, inputs) -> np.ndarray:
+        """One report (output index) per input index, from the package's exact integer rule."""
+        inputs = np.asarray(inputs)
+        if inputs.size and (not np.issubdtype(inputs.dtype, np.integer) or inputs.min() < 0 or inputs.max() >= self.k):
+            raise ValueError(f"inputs must be integers in 0..{self.k - 1}")
+        flat = inputs.ravel().astype(np.int64)
+        reports = np.empty(flat.size, dtype=np.int64)
+        for start in range(0, flat.size, CHUNK):  # bounds the temporaries of the structured laws
+            reports[start : start + CHUNK] = self._law.draw(flat[start : start + CHUNK], self)
+        return reports.reshape(inputs.shape)
+
+    def counts(self, x: int, n: int) -> np.ndarray:
+        """How often each output is reported in ``n`` draws for input index ``x``."""
+        return np.bincount(self.sample(np.full(n, x, dtype=np.int64)), minlength=self.n_outputs)
+
+    def input_index(self, label: str) -> int:
+        """The input index of a label (a table's input label; a structured package's symbol index as text)."""
+        if self.inputs is not None:
+            if label not in self.inputs:
+                shown = ", ".join(self.inputs[:10]) + ("..." if len(self.inputs) > 10 else "")
+                raise ValueError(f"{label!r} is not an input of the package ({shown})")
+            return self.inputs.index(label)
+        if not (label.isascii() and label.isdigit()) or int(label) >= self.k:
+            raise ValueError(f"{label!r} is not a symbol index in 0..{self.k - 1} (a {self.kind} package)")
+        return int(label)
+
+    def output_label(self, y: int) -> str:
+        """The label of output ``y`` (its index as text for a structured package)."""
+        return self.outputs[y] if self.outputs is not None else str(y)
+
+    def support(self, x: int) -> np.ndarray:
+        """The outputs that input ``x`` can report (every output of a table; its block, or [S] and its own output)."""
+        return self._law.support(x)
+
+
+class _TableLaw:
+    """An integer table with a guide table per row (see the module docstring)."""
+
+    def __init__(self, document: dict):
+        checked = TableSampler(document)
+        self.bits = checked.bits
+        self.inputs, self.outputs = checked.inputs, checked.outputs
+        self.k, self.n_outputs = len(checked.thresholds), len(self.outputs)
+        k, m = self.k, self.n_outputs
         # c_{m-1} = 2^b exceeds every u; stored as 2^64 - 1 when b = 64 (the search never steps past m - 1)
         rows = checked.thresholds
         if self.bits == 64:
@@ -75,37 +159,95 @@ class VectorisedSampler:
             np.searchsorted(self._thresholds[x * m : (x + 1) * m], starts, side="right") for x in range(k)
         ]).astype(np.int64).ravel()
 
-    def uniform_integers(self, n: int) -> np.ndarray:
-        """``n`` independent uniform integers in ``[0, 2^b)`` as uint64."""
-        out = np.empty(n, dtype=np.uint64)
-        for start in range(0, n, CHUNK * 2 if self.bits <= 32 else CHUNK):
-            size = min(n - start, CHUNK * 2 if self.bits <= 32 else CHUNK)
-            if self.bits <= 32:
-                halves = self.bit_generator.random_raw((size + 1) // 2).view(np.uint32)[:size]
-                out[start : start + size] = halves >> np.uint32(32 - self.bits)
-            else:
-                out[start : start + size] = self.bit_generator.random_raw(size) >> np.uint64(64 - self.bits)
-        return out
-
-    def sample(self, inputs) -> np.ndarray:
-        """One report (output index) per input index: ``P(Y = y | X = x) = T[x, y] / 2^b`` exactly."""
-        inputs = np.asarray(inputs)
-        if inputs.size and (
-            not np.issubdtype(inputs.dtype, np.integer) or inputs.min() < 0 or inputs.max() >= len(self.inputs)
-        ):
-            raise ValueError(f"inputs must be integers in 0..{len(self.inputs) - 1}")
-        flat = inputs.ravel().astype(np.int64)
-        uniform = self.uniform_integers(flat.size)
+    def draw(self, flat: np.ndarray, source: VectorisedSampler) -> np.ndarray:
+        uniform = source.uniform_integers(flat.size)
         reports = self._guide[(flat << self._guide_bits) + (uniform >> self._shift).astype(np.int64)]
-        base = flat * self._m
-        last = self._m - 1
+        base = flat * self.n_outputs
+        last = self.n_outputs - 1
         pending = np.flatnonzero((reports < last) & (self._thresholds[base + reports] <= uniform))
         while pending.size:
             reports[pending] += 1
             stepped = reports[pending]
             pending = pending[(stepped < last) & (self._thresholds[base[pending] + stepped] <= uniform[pending])]
-        return reports.reshape(inputs.shape)
+        return reports
 
-    def counts(self, x: int, n: int) -> np.ndarray:
-        """How often each output is reported in ``n`` draws for input index ``x``."""
-        return np.bincount(self.sample(np.full(n, x, dtype=np.int64)), minlength=len(self.outputs))
+    def support(self, x: int) -> np.ndarray:
+        return np.arange(self.n_outputs)
+
+
+class _BlockHadamardLaw:
+    """Block HR (:class:`designer.deploy.sampler.HadamardSampler`'s rule, vectorised)."""
+
+    def __init__(self, document: dict):
+        checked = HadamardSampler(document)
+        self.bits, self.k, self.n_outputs = checked.bits, checked.k, checked.n_outputs
+        self._coin = np.uint64(checked.coin)
+        self._starts = np.array(checked.starts, dtype=np.int64)
+        self._offsets = np.array(checked.offsets, dtype=np.int64)
+        self._shifts = np.array([33 - size.bit_length() for size in checked.hadamard_sizes], dtype=np.uint64)
+        self._positions = _Positions(self._starts, "right", self.k)
+
+    def _block(self, flat: np.ndarray) -> np.ndarray:
+        return self._positions(flat) - 1
+
+    def draw(self, flat: np.ndarray, source: VectorisedSampler) -> np.ndarray:
+        block = self._block(flat)
+        column = (source.uniform_integers(flat.size, 32) >> self._shifts[block]).astype(np.int64)
+        inside = source.uniform_integers(flat.size) < self._coin
+        return self._offsets[block] + _hadamard_half(flat - self._starts[block] + 1, column, inside)
+
+    def support(self, x: int) -> np.ndarray:
+        block = int(self._block(np.array([x]))[0])
+        return self._offsets[block] + np.arange(1 << (32 - int(self._shifts[block])))
+
+
+class _HighLowLaw:
+    """High-low HR (:class:`designer.deploy.sampler.HighLowHadamardSampler`'s rule, vectorised)."""
+
+    def __init__(self, document: dict):
+        checked = HighLowHadamardSampler(document)
+        self.bits, self.k, self.n_outputs = checked.bits, checked.k, checked.n_outputs
+        self._coin, self._keep = np.uint64(checked.coin), np.uint64(checked.keep)
+        self._sensitive = np.array(checked.sensitive, dtype=np.int64)
+        self._size = checked.hadamard_size
+        self._shift = np.uint64(33 - self._size.bit_length())
+        self._positions = _Positions(self._sensitive, "left", self.k)
+
+    def _rank(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rank among the sensitive symbols (``searchsorted``, left) and whether the symbol is sensitive."""
+        rank = self._positions(flat)
+        found = self._sensitive[np.minimum(rank, self._sensitive.size - 1)] == flat
+        return rank, found
+
+    def draw(self, flat: np.ndarray, source: VectorisedSampler) -> np.ndarray:
+        rank, sensitive = self._rank(flat)
+        uniform = source.uniform_integers(flat.size)
+        column = (source.uniform_integers(flat.size, 32) >> self._shift).astype(np.int64)
+        half = _hadamard_half(rank + 1, column, uniform < self._coin)
+        own = self._size + flat - rank
+        return np.where(sensitive, half, np.where(uniform < self._keep, own, column))
+
+    def support(self, x: int) -> np.ndarray:
+        rank, sensitive = self._rank(np.array([x]))
+        head = np.arange(self._size)
+        return head if sensitive[0] else np.append(head, self._size + x - rank[0])
+
+
+class _Positions:
+    """``np.searchsorted(keys, x, side)`` for symbols ``x < k``: an int32 table up to LOOKUP_SYMBOLS, else a search."""
+
+    def __init__(self, keys: np.ndarray, side: str, k: int):
+        self.keys, self.side = keys, side
+        self.table = np.searchsorted(keys, np.arange(k), side=side).astype(np.int32) if k <= LOOKUP_SYMBOLS else None
+
+    def __call__(self, flat: np.ndarray) -> np.ndarray:
+        return self.table[flat] if self.table is not None else np.searchsorted(self.keys, flat, side=self.side)
+
+
+def _hadamard_half(row: np.ndarray, column: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """:func:`designer.deploy.sampler.hadamard_half` for arrays (``row >= 1`` where the result is used)."""
+    plus = (np.bitwise_count(row & column) & 1) == 0
+    return column ^ np.where(plus != inside, row & -row, 0)
+
+
+_LAWS = {"table": _TableLaw, "block-hadamard": _BlockHadamardLaw, "high-low-hadamard": _HighLowLaw}

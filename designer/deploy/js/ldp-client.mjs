@@ -1,5 +1,5 @@
 // ldp-client.mjs — exact sampler for ldp-designer mechanism packages (schema version 1,
-// kinds "table" and "block-hadamard").
+// kinds "table", "block-hadamard" and "high-low-hadamard").
 //
 // An ES module with no dependencies, for browsers and Node >= 19 (Web Crypto:
 // crypto.getRandomValues and crypto.subtle). Usage:
@@ -20,7 +20,10 @@
 // from crypto.getRandomValues gives the report min {y : u < c_y}, so
 // P(Y = y | X = x) = T[x][y] / 2^b exactly. Thresholds and u are compared as
 // two 32-bit limbs (hi, lo) held in doubles (exact below 2^53), never as
-// floating-point probabilities; the tables are read with BigInt.
+// floating-point probabilities; the tables are read with BigInt. Structured packages
+// (block-hadamard: HadamardMechanism; high-low-hadamard: HighLowMechanism) compare u with
+// their integer coin thresholds the same way and take uniform columns from the top bits
+// of a 32-bit word (their sizes are powers of two), exactly as designer/deploy/sampler.py.
 
 export const FORMAT = "ldp-designer-mechanism";
 export const SCHEMA_VERSION = 1;
@@ -28,7 +31,9 @@ const COMMON = ["format", "schema_version", "kind", "bits", "certificate", "util
 const MEMBERS = {
   table: [...COMMON, "inputs", "outputs", "E", "table"],
   "block-hadamard": [...COMMON, "block_sizes", "epsilon", "coin"],
+  "high-low-hadamard": [...COMMON, "k", "sensitive", "epsilon", "coin", "keep"],
 };
+const MAX_SYMBOLS = 2n ** 31n;
 const DECIMAL = /^(0|[1-9][0-9]{0,19})$/;
 const TWO_32 = 4294967296;
 const BATCH = 16384; // getRandomValues fills at most 65536 bytes per call
@@ -105,10 +110,31 @@ export function checkHadamard(document) {
   const sizes = document.block_sizes;
   if (!Array.isArray(sizes) || sizes.length === 0) throw new PackageError("block_sizes must be a non-empty list");
   const values = sizes.map((size, j) => decimal(size, `block_sizes[${j}]`));
-  if (values.some((size) => size < 1n || size >= 2n ** 31n)) throw new PackageError("every block size must be from 1 to 2^31 - 1");
+  if (values.some((size) => size < 1n || size >= MAX_SYMBOLS)) throw new PackageError("every block size must be from 1 to 2^31 - 1");
+  return { sizes: values.map(Number), coin: checkCoin(document) };
+}
+
+function checkCoin(document) {
   const coin = decimal(document.coin, "coin");
   if (coin <= 0n || coin >= 1n << BigInt(document.bits)) throw new PackageError(`coin must be between 0 and 2^${document.bits}`);
-  return { sizes: values.map(Number), coin };
+  if (typeof document.epsilon !== "string") throw new PackageError("epsilon must be text");
+  return coin;
+}
+
+/** Check a high-low-hadamard package; return { k, sensitive, coin, keep }. */
+export function checkHighLow(document) {
+  if (checkCommon(document) !== "high-low-hadamard") throw new PackageError("not a high-low Hadamard response package");
+  const k = decimal(document.k, "k");
+  if (k < 1n || k >= MAX_SYMBOLS) throw new PackageError(`k must be from 1 to 2^31 - 1, got ${k}`);
+  const listed = document.sensitive;
+  if (!Array.isArray(listed) || listed.length === 0) throw new PackageError("sensitive must be a non-empty list");
+  const sensitive = listed.map((symbol, i) => decimal(symbol, `sensitive[${i}]`));
+  if (sensitive.some((symbol, i) => (i > 0 && symbol <= sensitive[i - 1]) || symbol >= k)) {
+    throw new PackageError(`sensitive symbols must be strictly increasing and below k = ${k}`);
+  }
+  const keep = decimal(document.keep, "keep");
+  if (keep >= 1n << BigInt(document.bits)) throw new PackageError(`keep must be below 2^${document.bits}`);
+  return { k: Number(k), sensitive: Int32Array.from(sensitive, Number), coin: checkCoin(document), keep };
 }
 
 /** Check a table package; return the table as BigInt rows. */
@@ -156,6 +182,29 @@ function limbs(value) {
   return [Number(value >> 32n), Number(value & 0xffffffffn)];
 }
 
+/** u < threshold, both as [hi, lo] 32-bit limbs. */
+function below([uHi, uLo], [hi, lo]) {
+  return uHi < hi || (uHi === hi && uLo < lo);
+}
+
+/** Move a uniform column onto S_row (inside) or its complement: flip the lowest set bit of row when the parity disagrees. */
+function hadamardHalf(row, column, inside) {
+  let parity = row & column;
+  parity ^= parity >>> 16;
+  parity ^= parity >>> 8;
+  parity ^= parity >>> 4;
+  parity ^= parity >>> 2;
+  parity ^= parity >>> 1;
+  return ((parity & 1) === 0) !== inside ? column ^ (row & -row) : column;
+}
+
+/** Counts of n reports for input x over nOutputs outputs (any mechanism with sample). */
+function tally(mechanism, x, n) {
+  const counts = new Array(mechanism.nOutputs).fill(0);
+  for (let i = 0; i < n; i++) counts[mechanism.sample(x)]++;
+  return counts;
+}
+
 /**
  * Block Hadamard response (context-aware-ldp.md, Section 6.1), drawn exactly: symbol x at
  * position i of its block uses Hadamard row r = i + 1 of order K = 2^ceil(log2(size + 1));
@@ -183,7 +232,7 @@ export class HadamardMechanism {
     }
     this.k = start;
     this.nOutputs = offset;
-    [this._coinHi, this._coinLo] = limbs(coin);
+    this._coin = limbs(coin);
     this._random = new RandomWords();
   }
 
@@ -199,17 +248,60 @@ export class HadamardMechanism {
     }
     const row = x - this.starts[low] + 1;
     const log = this.logSizes[low];
-    let column = this._random.word() >>> (32 - log);
-    const [uHi, uLo] = this._random.uniform(this.bits);
-    const inside = uHi < this._coinHi || (uHi === this._coinHi && uLo < this._coinLo);
-    let parity = row & column;
-    parity ^= parity >>> 16;
-    parity ^= parity >>> 8;
-    parity ^= parity >>> 4;
-    parity ^= parity >>> 2;
-    parity ^= parity >>> 1;
-    if (((parity & 1) === 0) !== inside) column ^= row & -row;
-    return this.offsets[low] + column;
+    const column = this._random.word() >>> (32 - log);
+    return this.offsets[low] + hadamardHalf(row, column, below(this._random.uniform(this.bits), this._coin));
+  }
+
+  /** How often each output index is reported in n draws for symbol x. */
+  counts(x, n) {
+    return tally(this, x, n);
+  }
+}
+
+/**
+ * High-low Hadamard response (context-aware-ldp.md, Section 5.1, channel (13)-(14)), drawn exactly.
+ * S = 2^ceil(log2(s + 1)); the i-th sensitive symbol uses row i + 1: a uniform column c, a coin
+ * u < T ("inside S_x") and the parity flip, so P(y | x) = 2T / (S 2^b) on S_x, 2(2^b - T) / (S 2^b)
+ * on the rest of [S]. The i-th non-sensitive symbol reports its own output S + i when u < K,
+ * otherwise c: P(S + i | x) = K / 2^b, P(y | x) = (2^b - K) / (S 2^b) on [S].
+ */
+export class HighLowMechanism {
+  constructor(document, { k, sensitive, coin, keep }) {
+    this.kind = "high-low-hadamard";
+    this.bits = document.bits;
+    this.sha256 = document.sha256;
+    this.k = k;
+    this.sensitive = sensitive;
+    this.logSize = 32 - Math.clz32(sensitive.length); // S = 2^logSize is the smallest power of two above s
+    this.hadamardSize = 2 ** this.logSize;
+    this.nOutputs = this.hadamardSize + k - sensitive.length;
+    this._coin = limbs(coin);
+    this._keep = limbs(keep);
+    this._random = new RandomWords();
+  }
+
+  /** One report (output index) for symbol x. */
+  sample(x) {
+    if (!Number.isInteger(x) || x < 0 || x >= this.k) throw new RangeError(`input index must be in 0..${this.k - 1}`);
+    let low = 0; // rank of x among the sensitive symbols: the first index with sensitive[index] >= x
+    let high = this.sensitive.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.sensitive[middle] < x) low = middle + 1;
+      else high = middle;
+    }
+    const u = this._random.uniform(this.bits);
+    if (low < this.sensitive.length && this.sensitive[low] === x) {
+      const column = this._random.word() >>> (32 - this.logSize);
+      return hadamardHalf(low + 1, column, below(u, this._coin));
+    }
+    if (below(u, this._keep)) return this.hadamardSize + x - low;
+    return this._random.word() >>> (32 - this.logSize);
+  }
+
+  /** How often each output index is reported in n draws for symbol x. */
+  counts(x, n) {
+    return tally(this, x, n);
   }
 }
 
@@ -217,6 +309,7 @@ export class HadamardMechanism {
 export class Mechanism {
   constructor(document, table) {
     this.kind = "table";
+    this.nOutputs = document.outputs.length;
     this.bits = document.bits;
     this.inputs = [...document.inputs];
     this.outputs = [...document.outputs];
@@ -271,7 +364,13 @@ export class Mechanism {
   }
 }
 
-/** Parse (if text), check structure and SHA-256; return a Mechanism (table) or HadamardMechanism. Throws PackageError / PackageTampered. */
+const KINDS = {
+  table: [checkStructure, (document, parsed) => new Mechanism(document, parsed)],
+  "block-hadamard": [checkHadamard, (document, parsed) => new HadamardMechanism(document, parsed)],
+  "high-low-hadamard": [checkHighLow, (document, parsed) => new HighLowMechanism(document, parsed)],
+};
+
+/** Parse (if text), check structure and SHA-256; return a Mechanism (table), HadamardMechanism or HighLowMechanism. Throws PackageError / PackageTampered. */
 export async function loadPackage(source) {
   let document = source;
   if (typeof source === "string") {
@@ -281,11 +380,11 @@ export async function loadPackage(source) {
       throw new PackageError(`not valid JSON (truncated or malformed): ${error.message}`);
     }
   }
-  const kind = checkCommon(document);
-  const parsed = kind === "table" ? checkStructure(document) : checkHadamard(document);
+  const [check, build] = KINDS[checkCommon(document)];
+  const parsed = check(document);
   const digest = await packageDigest(document);
   if (digest !== document.sha256) {
     throw new PackageTampered(`SHA-256 mismatch: the package says ${document.sha256} but its content hashes to ${digest}`);
   }
-  return kind === "table" ? new Mechanism(document, parsed) : new HadamardMechanism(document, parsed);
+  return build(document, parsed);
 }
