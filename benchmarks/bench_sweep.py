@@ -26,7 +26,7 @@ from designer.sweep import parse_plan, run_sweep
 from designer.sweep.cells import package_version
 from designer.sweep.runners import run_cell
 
-CPU_CELLS_DRAWS = 16  # x 3 epsilons
+CPU_CELLS_DRAWS = 32  # x 3 epsilons
 TRIVIAL_CELLS = 600
 REPEATS = 3
 
