@@ -29,6 +29,7 @@ predicted on the other). Three event spaces:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -144,20 +145,30 @@ def _best_prefix(counts_x, size_x, counts_other, size_other, error, test_x, test
     return int(np.argmax(bounds)) + 1
 
 
-class EventSpace:
-    """Encodes reports once per input and split; maps them to cells per pair."""
+class EventSpace(ABC):
+    """Encodes reports once per input and split; chooses an event per pair (an interface)."""
 
     kind = "events"
 
-    def encode(self, reports: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def encode(self, reports: np.ndarray):
+        """The reports of one input and split in this space's encoding."""
 
-    def cell_map(self, x: int, x_prime: int, train_x: np.ndarray, train_other: np.ndarray) -> CellMap:
-        raise NotImplementedError
-
+    @abstractmethod
     def select(self, x: int, x_prime: int, train_x, train_other, error: float,
                test_x: int | None = None, test_other: int | None = None) -> Event:
         """The event for ``(x, x')`` chosen on encoded training reports (fresh split sizes ``test_x``, ``test_other``)."""
+
+
+class CellSpace(EventSpace):
+    """An event space that partitions reports into cells per pair; the event is a set of cells."""
+
+    @abstractmethod
+    def cell_map(self, x: int, x_prime: int, train_x: np.ndarray, train_other: np.ndarray) -> CellMap:
+        """The cells of the pair ``(x, x')`` built from encoded training reports."""
+
+    def select(self, x: int, x_prime: int, train_x, train_other, error: float,
+               test_x: int | None = None, test_other: int | None = None) -> Event:
         cell_map = self.cell_map(x, x_prime, train_x, train_other)
         chosen, predicted = best_cell_set(
             cell_map.cells(train_x), cell_map.cells(train_other), cell_map.n_cells, error, test_x, test_other
@@ -165,7 +176,7 @@ class EventSpace:
         return Event(cell_map, chosen, predicted)
 
 
-class OutputSpace(EventSpace):
+class OutputSpace(CellSpace):
     """Every distinct report is a cell (a finite output space)."""
 
     kind = "outputs"
@@ -209,7 +220,7 @@ class OutputSpace(EventSpace):
         return CellMap(lambda encoded: encoded, self.n_outputs, lambda cell: f"report = {_show(self.values[cell])}")
 
 
-class CoordinateSpace(EventSpace):
+class CoordinateSpace(CellSpace):
     """Vector reports cut into per-coordinate bins; per pair, cells on the most telling coordinates."""
 
     kind = "classifier"
@@ -312,7 +323,7 @@ class SupportColumns:
         return self.columns[z]
 
 
-class SupportSpace(EventSpace):
+class SupportSpace(CellSpace):
     """Cells ``2 [report supports x] + [report supports x']`` from a support function."""
 
     kind = "support"
