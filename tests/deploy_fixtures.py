@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -111,3 +112,25 @@ def run_page_in_chromium(folder: Path) -> dict:
     match = re.search(r'<pre id="result">(.*?)</pre>', result.stdout, re.S)
     assert match, result.stdout[-2000:] + result.stderr[-2000:]
     return json.loads(html.unescape(match.group(1)))
+
+
+#: The standard-library client, as a user copies it next to a package.
+STDLIB_SAMPLER = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "sampler.py"
+
+
+def run_stdlib_client_alone(folder: Path, package: dict, name: str, code: str) -> tuple[list[str], str]:
+    """Run ``code`` in an isolated interpreter (``-I -S``) beside a copy of ``sampler.py`` and the package.
+
+    Returns the lines ``code`` printed and, last, the sorted numpy/designer modules it loaded
+    (``"[]"`` when the client ran on the standard library alone).
+    """
+    shutil.copy(STDLIB_SAMPLER, folder / "sampler.py")
+    (folder / name).write_text(json.dumps(package))
+    script = (
+        "import sys; sys.path.insert(0, '.')\n" + code
+        + "\nprint(sorted(k for k in sys.modules if k.split('.')[0] in ('numpy', 'designer')))"
+    )
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", script], cwd=folder, capture_output=True, text=True,
+                            check=True)
+    *printed, modules = result.stdout.strip().splitlines()
+    return printed, modules

@@ -26,7 +26,7 @@ from designer.deploy.structured import build_high_low_package, parse_symbols, ve
 from designer.deploy.vectorised import VectorisedSampler
 from designer.mechanisms import HighLowHadamardResponse
 from designer.spec import PrivacyMatrix
-from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, run_page_in_chromium, wrong_row
+from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, run_page_in_chromium, run_stdlib_client_alone, wrong_row
 from solvers.hadamard import hadamard_sign
 
 runner = CliRunner()
@@ -141,20 +141,11 @@ def test_stdlib_sampler_realises_the_deployed_channel(package):
 
 
 def test_stdlib_client_file_samples_high_low_alone(tmp_path, package):
-    import shutil
-    import sys
-
-    shutil.copy(CLIENT.parent.parent / "sampler.py", tmp_path / "sampler.py")
-    (tmp_path / "hl.json").write_text(json.dumps(package))
-    script = (
-        "import sys; sys.path.insert(0, '.'); from sampler import load_sampler, parse_package\n"
-        "m = load_sampler(parse_package(open('hl.json').read()))\n"
-        "print(type(m).__name__, sorted({m.sample(0) for _ in range(2000)}))\n"
-        "print(sorted(k for k in sys.modules if k.split('.')[0] in ('numpy', 'designer')))"
+    (sampled,), modules = run_stdlib_client_alone(
+        tmp_path, package, "hl.json",
+        "from sampler import load_sampler, parse_package\nm = load_sampler(parse_package(open('hl.json').read()))\n"
+        "print(type(m).__name__, sorted({m.sample(0) for _ in range(2000)}))",
     )
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                            check=True)
-    sampled, modules = result.stdout.strip().splitlines()
     assert sampled == "HighLowHadamardSampler [0, 1, 2, 3, 4, 5, 6, 7, 8]" and modules == "[]"  # [S] and own output 8
 
 

@@ -1,10 +1,6 @@
 """Exact samplers: the stdlib and vectorised clients draw the table's channel (chi-square), a wrong table fails."""
 
 import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +11,7 @@ from designer.deploy.table import deployable_table
 from designer.deploy.vectorised import VectorisedSampler
 from designer.examples import example_path
 from designer.io import read_channel, read_privacy_matrix
-from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, random_tight_channel, wrong_row
-
-SAMPLER = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "sampler.py"
+from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, random_tight_channel, run_stdlib_client_alone, wrong_row
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +77,9 @@ def test_samplers_refuse_a_tampered_package(blocks_package):
 
 
 def test_stdlib_client_runs_alone_without_numpy(tmp_path, blocks_package):
-    shutil.copy(SAMPLER, tmp_path / "sampler.py")
-    (tmp_path / "mech.json").write_text(json.dumps(blocks_package))
-    script = (
-        "import sys; sys.path.insert(0, '.'); from sampler import TableSampler\n"
-        "m = TableSampler.from_file('mech.json')\n"
-        "print(m.counts(1, 100000)); print(sorted(k for k in sys.modules if k.split('.')[0] in ('numpy', 'designer')))"
+    (counts_line,), modules_line = run_stdlib_client_alone(
+        tmp_path, blocks_package, "mech.json",
+        "from sampler import TableSampler\nm = TableSampler.from_file('mech.json')\nprint(m.counts(1, 100000))",
     )
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                            check=True)
-    counts_line, modules_line = result.stdout.strip().splitlines()
     assert modules_line == "[]"
     check_fit(json.loads(counts_line), blocks_package, 1)
