@@ -52,41 +52,46 @@ def report(label: str, seconds: float, baseline: float, count: int) -> None:
     print(f"{label:<48} {seconds:8.3f} s  {count / seconds / 1e6:8.2f} M/s  ratio {seconds / baseline:6.1f}x")
 
 
+def time_baseline(label: str, function, count: int) -> float:
+    """Median seconds of the float ``function``, reported as the baseline of the rows that follow."""
+    baseline, _ = timed(function, REPEATS)
+    report(f"{label} (baseline)", baseline, baseline, count)
+    return baseline
+
+
+def time_exact(label: str, sample, rng: np.random.Generator, baseline: float, count: int) -> None:
+    """Report ``sample(rng)`` (seeded PCG64) and ``sample(None)`` (``secrets``) against ``baseline``."""
+    for source, generator in (("PCG64 seeded", rng), ("secrets", None)):
+        seconds, _ = timed(lambda: sample(generator), REPEATS)
+        report(f"{label}, {source}", seconds, baseline, count)
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     print(f"discrete Laplace, {DRAWS:,} draws (median of {REPEATS})")
-    baseline, _ = timed(lambda: rng.laplace(0.0, 1.0, size=DRAWS), REPEATS)
-    report("numpy float Laplace (baseline)", baseline, baseline, DRAWS)
+    baseline = time_baseline("numpy float Laplace", lambda: rng.laplace(0.0, 1.0, size=DRAWS), DRAWS)
     for label, numerator, denominator in (("rate 1", 1, 1), ("rate 2^31/2^40 (fine lattice)", 2**31, 2**40)):
         ones = np.full(DRAWS, numerator)
-        seeded, _ = timed(lambda: discrete_laplace(ones, denominator, rng), REPEATS)
-        report(f"exact discrete Laplace {label}, PCG64 seeded", seeded, baseline, DRAWS)
-        secure, _ = timed(lambda: discrete_laplace(ones, denominator), REPEATS)
-        report(f"exact discrete Laplace {label}, secrets", secure, baseline, DRAWS)
+        time_exact(f"exact discrete Laplace {label}", lambda source: discrete_laplace(ones, denominator, source),
+                   rng, baseline, DRAWS)
 
     m, users = 64, 50_000
     strategy = design_strategy(all_range_workload(m), line_metric(m, 1.0), prefix_strategy(m))
     values = rng.integers(0, m, size=users)
     coordinates = users * m
     print(f"\nmatrix mechanism respond, prefix strategy m={m}, n={users:,} ({coordinates:,} coordinates)")
-    baseline, _ = timed(lambda: old_float_respond(strategy, values, rng), REPEATS)
-    report("old float-Laplace respond (baseline)", baseline, baseline, coordinates)
-    seeded, _ = timed(lambda: strategy.respond(values, rng), REPEATS)
-    report("respond, exact discrete Laplace, PCG64 seeded", seeded, baseline, coordinates)
-    secure, _ = timed(lambda: strategy.respond(values), REPEATS)
-    report("respond, exact discrete Laplace, secrets", secure, baseline, coordinates)
+    baseline = time_baseline("old float-Laplace respond", lambda: old_float_respond(strategy, values, rng), coordinates)
+    time_exact("respond, exact discrete Laplace", lambda source: strategy.respond(values, source), rng, baseline,
+               coordinates)
 
     mechanism = L1RangeMechanism((64,), 1.0)
     users = 1_000_000
     values = rng.integers(0, 64, size=users)
     flips = users * 64
     print(f"\nL1 range encoder, m=64, D=1, n={users:,} ({flips:,} flips)")
-    baseline, _ = timed(lambda: old_float_flips(mechanism, values, rng), REPEATS)
-    report("old float32 flips (baseline)", baseline, baseline, flips)
-    seeded, _ = timed(lambda: mechanism.encode(values, rng), REPEATS)
-    report("encode, 32-bit integer threshold, PCG64 seeded", seeded, baseline, flips)
-    secure, _ = timed(lambda: mechanism.encode(values), REPEATS)
-    report("encode, 32-bit integer threshold, secrets", secure, baseline, flips)
+    baseline = time_baseline("old float32 flips", lambda: old_float_flips(mechanism, values, rng), flips)
+    time_exact("encode, 32-bit integer threshold", lambda source: mechanism.encode(values, source), rng, baseline,
+               flips)
 
 
 if __name__ == "__main__":

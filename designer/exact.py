@@ -83,12 +83,10 @@ def parse_rational(text: str | int | float | Fraction) -> Fraction:
     parts = token.split("/")
     if len(parts) > 2:
         raise ValueError(f"not an exact number: {quoted_token(token)} (a fraction has one '/': write p/q)")
-    values = [_parse_decimal(part.strip(), token) for part in parts]
-    if len(values) == 1:
-        return values[0]
-    if values[1] == 0:
+    numerator, denominator = (_parse_decimal(part.strip(), token) for part in parts)
+    if denominator == 0:
         raise ValueError(f"not an exact number: {quoted_token(token)} (zero denominator)")
-    return values[0] / values[1]
+    return numerator / denominator
 
 
 def is_zero_literal(text: str) -> bool:
@@ -287,7 +285,12 @@ class ExactEpsilon:
             return True
         if denominator == 0:
             return False
-        return self.gap(numerator / denominator) >= 0
+        ratio = numerator / denominator
+        if self.exp_value is not None:  # exp(self) is rational: compare exactly, no Arb
+            return ratio <= self.exp_value
+        if self.value == 0:
+            return ratio <= 1
+        return self.gap(ratio) >= 0
 
     def gap(self, ratio: Fraction) -> float:
         """``self - log(ratio)`` for a rational ``ratio >= 0``, with its sign decided exactly.

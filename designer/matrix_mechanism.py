@@ -653,9 +653,10 @@ def absorb_lattice_rounding(strategy: Strategy, epsilon: PrivacyMatrix, attempts
     allowed = epsilon.epsilon
     constrained = np.isfinite(allowed) & (allowed > 0) & ~np.eye(allowed.shape[0], dtype=bool)
     for _ in range(attempts):
-        if certify_strategy(strategy, epsilon).certified:
+        certificate = certify_strategy(strategy, epsilon)
+        if certificate.certified:
             return strategy
-        loss = strategy.privacy_loss()
+        loss = certificate.privacy_loss
         factor = float(np.max(loss[constrained] / allowed[constrained], initial=0.0))
         if not 1 < factor <= 1 + 2.0**-10:
             return strategy

@@ -267,40 +267,15 @@ def rational_rate(value: Fraction | float, bits: int = RATE_BITS) -> Fraction:
 
 
 # ------------------------------------------------------------------ exact exponentials
-def exp_bounds(exponent: Fraction, terms: int = 40) -> tuple[Fraction, Fraction]:
-    """Rational bounds ``lower <= e^x <= upper`` for a rational ``x >= 0``.
-
-    Taylor series: ``S_N = sum_{i<=N} x^i / i!`` is a lower bound; the remainder is
-    at most ``x^(N+1) / (N+1)! / (1 - x / (N + 2))`` when ``N + 2 > x``.
-    """
-    x = Fraction(exponent)
-    if x < 0:
-        raise ValueError("exp_bounds needs a non-negative exponent")
-    terms = max(terms, math.ceil(2 * x) + 2)
-    total, term = Fraction(0), Fraction(1)
-    for i in range(terms + 1):
-        total += term
-        term = term * x / (i + 1)
-    return total, total + term / (1 - x / (terms + 2))
-
-
 def ratio_at_most_exp(ratio: Fraction, exponent: Fraction) -> bool:
-    """Decide ``ratio <= e^exponent`` exactly (rational ratio, rational exponent ``>= 0``).
+    """Decide ``ratio <= e^exponent`` exactly (rational ratio ``>= 0``, rational exponent ``>= 0``).
 
-    ``e^x`` is irrational for rational ``x != 0`` (Lindemann), so refining the
-    bounds of :func:`exp_bounds` always decides; ``x = 0`` is compared with 1.
+    :meth:`designer.exact.ExactEpsilon.allows`: ``e^x`` is irrational for rational
+    ``x != 0`` (Lindemann), so refined Arb balls always decide; ``x = 0`` is compared with 1.
     """
-    ratio, exponent = Fraction(ratio), Fraction(exponent)
-    if exponent == 0:
-        return ratio <= 1
-    terms = 40
-    while True:
-        lower, upper = exp_bounds(exponent, terms)
-        if ratio <= lower:
-            return True
-        if ratio > upper:
-            return False
-        terms *= 2
+    from designer.exact import ExactEpsilon
+
+    return ExactEpsilon.parse(Fraction(exponent)).allows(Fraction(ratio), Fraction(1))
 
 
 def flip_threshold(epsilon: float, bits: int = 32) -> int:

@@ -39,8 +39,6 @@ SIMULATION_CHUNK = 1 << 21
 BYTES_PER_SYMBOL_OR_OUTPUT = 80
 BYTES_PER_BLOCK = 512
 CHUNK_BYTES = 128 << 20
-#: Default limit on the projected running time of a simulation (``--max-seconds``).
-DEFAULT_MAX_SIMULATION_SECONDS = 3600.0
 
 
 class SimulationTooLong(ValueError):

@@ -60,11 +60,14 @@ def count_reports(pattern: str, column: str = "y", scheduler: str | None = None)
     if not files:
         raise ValueError(f"--reports {pattern}: no file matches")
     start = time.perf_counter()
-    values, counts = (_dask_counts if scheduler else _duckdb_counts)(files, column, kind, scheduler)
+    if scheduler:
+        values, counts = _dask_counts(files, column, kind, scheduler)
+    else:
+        values, counts = _duckdb_counts(files, column, kind)
     return ReportCounts(values, counts, "dask" if scheduler else "duckdb", time.perf_counter() - start)
 
 
-def _duckdb_counts(files: list[str], column: str, kind: str, scheduler=None) -> tuple[list, list[int]]:
+def _duckdb_counts(files: list[str], column: str, kind: str) -> tuple[list, list[int]]:
     import duckdb
 
     connection = duckdb.connect()

@@ -151,7 +151,7 @@ def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, .
     return inside, outside
 
 
-def unbiased_interval(counts: np.ndarray, matrix: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def unbiased_interval(counts: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The unbiased estimate and its standard errors (see the module docstring)."""
     from designer.estimation import unbiased_estimate
 
@@ -200,7 +200,7 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
                          f"{sum(outside.values())} reports outside it")
     if estimator == "unbiased":
         if mechanism.structured is None:
-            estimate, errors = unbiased_interval(inside, mechanism.matrix, confidence)
+            estimate, errors = unbiased_interval(inside, mechanism.matrix)
             method = "normal approximation, covariance of the linear unbiased estimator"
         else:
             from designer.aggregate.structured import estimator_equations, structured_unbiased_interval

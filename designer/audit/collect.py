@@ -53,7 +53,7 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
                 report(done / total)
     else:
         start = time.perf_counter()
-        batch, last_round = FIRST_BATCH, 0.0
+        batch = FIRST_BATCH
         while True:
             round_start = time.perf_counter()
             for x in range(k):

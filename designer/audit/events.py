@@ -181,9 +181,12 @@ class OutputSpace(CellSpace):
 
     kind = "outputs"
 
-    def __init__(self, all_reports: list[np.ndarray], alphabet: int | None = None):
+    def __init__(self, all_reports: list[np.ndarray], alphabet: int | None = None, values: np.ndarray | None = None):
+        """``values``: the distinct reports when already known (:func:`_unique_reports` of ``all_reports``)."""
         if alphabet is not None:
             self.values = np.arange(alphabet)
+        elif values is not None:
+            self.values = values
         else:
             joined = np.concatenate(all_reports) if all_reports else np.empty(0)
             self.values = _unique_reports(joined)
@@ -401,11 +404,15 @@ def choose_space(train_reports: list[np.ndarray], all_reports: list[np.ndarray],
     numeric = joined.dtype != object and (np.issubdtype(joined.dtype, np.number) or joined.dtype == bool)
     if numeric and joined.ndim == 2 or numeric and joined.dtype.kind == "f":
         # a sample of rows shows most large spaces cheaply (unique rows of the whole set sort every row)
-        if len(_unique_reports(joined[:PROBE_REPORTS])) > MAX_OUTPUTS or len(_unique_reports(joined)) > MAX_OUTPUTS:
+        if len(_unique_reports(joined[:PROBE_REPORTS])) > MAX_OUTPUTS:
+            return CoordinateSpace(train_reports)
+        values = _unique_reports(joined)  # sorted once, kept as the output space's values
+        if len(values) > MAX_OUTPUTS:
             return CoordinateSpace(train_reports)
         if joined.ndim == 2:  # few vectors: whole outputs, or the classifier when a few coordinates tell more
-            return EitherSpace([OutputSpace(all_reports), CoordinateSpace(train_reports)])
-    return OutputSpace(all_reports)
+            return EitherSpace([OutputSpace(all_reports, values=values), CoordinateSpace(train_reports)])
+        return OutputSpace(all_reports, values=values)
+    return OutputSpace(all_reports, values=_unique_reports(joined))
 
 
 def _unique_reports(joined: np.ndarray) -> np.ndarray:

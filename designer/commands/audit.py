@@ -119,13 +119,16 @@ def audit_command(
         raise ValueError("--declared needs reports of every input (the channel is tested row by row)")
     if channel_out is not None:
         if estimate is None:
-            raise ValueError("--channel-out needs a finite output space (at most 4096 outputs) and reports of every input")
+            raise ValueError(
+                f"--channel-out needs a finite output space (at most {MAX_OUTPUTS} outputs) and reports of every input"
+            )
         write_matrix_csv(channel_out, estimate.matrix)
 
+    missing = getattr(source, "missing", [])  # inputs of a --reports file without reports
     if as_json:
         payload = {"source": source.description, "E": str(e_file), "k": k, **result.to_dict()}
-        if getattr(source, "missing", None):
-            payload["inputs_without_reports"] = source.missing
+        if missing:
+            payload["inputs_without_reports"] = missing
         if estimate is not None:
             payload["channel"] = estimate.to_dict()
             payload["outputs"] = [_label(value) for value in result.outputs.values]
@@ -133,7 +136,6 @@ def audit_command(
             payload["declared"] = {"file": str(declared), **loop.to_dict()}
         print_json(payload)
     else:
-        missing = getattr(source, "missing", [])
         _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing)
     if result.violated:
         raise typer.Exit(VIOLATED)

@@ -21,6 +21,7 @@ Heavy modules (the certifier, numpy, randomgen) load inside the commands.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -37,6 +38,19 @@ def reject(message: str) -> None:
     """Print one line ``rejected: ...`` on stderr and exit 1."""
     typer.echo(f"rejected: {message}", err=True)
     raise typer.Exit(REJECTED)
+
+
+@contextmanager
+def opening(path: Path):
+    """Open a package at ``path``: tampered exits 1 (``rejected: path: ...``), malformed is bad input naming ``path``."""
+    from designer.deploy.sampler import PackageError, PackageTampered
+
+    try:
+        yield
+    except PackageTampered as error:
+        reject(f"{path}: {error}")
+    except PackageError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def certified_package(channel, privacy, bits: int, out: Path, prior=None, prior_name: str = "uniform") -> dict:
@@ -143,18 +157,13 @@ def verify_package_command(
 ) -> None:
     """Re-certify a package from scratch. Exit 0 certified, 1 tampered or violated, 2 bad input."""
     from designer.deploy.package import read_package, verify_package
-    from designer.deploy.sampler import PackageError, PackageTampered
 
     document = read_package(path)
     if document.get("kind") in ("block-hadamard", "high-low-hadamard"):
         _verify_structured(document, path, as_json)
         return
-    try:
+    with opening(path):
         verification = verify_package(document)
-    except PackageTampered as error:
-        reject(f"{path}: {error}")
-    except PackageError as error:
-        raise ValueError(f"{path}: {error}") from None
     certificate = verification.certificate
     if as_json:
         print_json({"path": str(path), "sha256": verification.digest, **certificate.to_dict()})
@@ -176,15 +185,10 @@ def verify_package_command(
 
 def _verify_structured(document: dict, path: Path, as_json: bool) -> None:
     """verify-package for a block-hadamard or high-low-hadamard package: re-prove its structural privacy exactly."""
-    from designer.deploy.sampler import PackageError, PackageTampered
     from designer.deploy.structured import verify_structured_package
 
-    try:
+    with opening(path):
         verification = verify_structured_package(document)
-    except PackageTampered as error:
-        reject(f"{path}: {error}")
-    except PackageError as error:
-        raise ValueError(f"{path}: {error}") from None
     verdict = "certified" if verification.certified else "violated"
     if as_json:
         print_json({"path": str(path), "sha256": document["sha256"], "verdict": verdict, "mode": "exact",
@@ -282,18 +286,13 @@ def sample_package_command(
     import numpy as np
 
     from designer.deploy.package import read_package
-    from designer.deploy.sampler import PackageError, PackageTampered
     from designer.deploy.vectorised import VectorisedSampler
 
     if n < 1:
         raise ValueError(f"--n must be >= 1, got {n}")
     document = read_package(path)
-    try:
+    with opening(path):
         sampler = VectorisedSampler(document, seed)
-    except PackageTampered as error:
-        reject(f"{path}: {error}")
-    except PackageError as error:
-        raise ValueError(f"{path}: {error}") from None
     try:
         x = sampler.input_index(input_label)
     except ValueError as error:

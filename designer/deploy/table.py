@@ -54,13 +54,12 @@ import numpy as np
 
 from designer.certify import Certificate, certify
 from designer.channel import Channel
+from designer.deploy.sampler import MAX_BITS, MIN_BITS  # table precisions accepted: 2^b units per row
 from designer.spec import PrivacyMatrix
 from designer.utility import mutual_information
 from solvers.maxplus import safe_log
 
 DEFAULT_BITS = 32
-#: Table precisions accepted: ``2^b`` units per row.
-MIN_BITS, MAX_BITS = 8, 64
 #: Bisection steps after galloping has bracketed the smallest dyadic mixing weight
 #: (the weight kept is then within ``2^-MIXING_BISECTION_STEPS`` of the bracket's lower end).
 MIXING_BISECTION_STEPS = 4

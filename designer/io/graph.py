@@ -57,9 +57,10 @@ def read_graph(path: str | Path) -> nx.Graph:
             )
         edges.setdefault(key, (u, v, weight, number))
     declared = declared_labels(table.comments, path)
-    nodes = declared if declared is not None else node_order({end for u, v, _, _ in edges.values() for end in (u, v)})
+    ends = {end for u, v, _, _ in edges.values() for end in (u, v)}
+    nodes = declared if declared is not None else node_order(ends)
     if declared is not None:
-        missing = sorted({end for u, v, _, _ in edges.values() for end in (u, v)} - set(declared))
+        missing = sorted(ends - set(declared))
         if missing:
             raise InputError(f"{path}: node {missing[0]!r} has edges but is not in the '# labels:' line")
     graph = nx.Graph()

@@ -35,8 +35,9 @@ def read_bytes(path: str | Path, what: str) -> bytes:
             if b"\x00" in chunks[0]:
                 raise InputError(f"{path}: the {what} file is binary, not CSV text (it contains NUL bytes)")
             size = len(chunks[0])
-            if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                if os.fstat(handle.fileno()).st_size > MAX_INPUT_BYTES:
+            status = os.fstat(handle.fileno())
+            if stat.S_ISREG(status.st_mode):
+                if status.st_size > MAX_INPUT_BYTES:
                     raise InputError(f"{path}: the {what} file is larger than {MAX_INPUT_BYTES >> 20:,} MiB")
                 chunks.append(handle.read())  # one read of a regular file's rest (no copy per chunk)
                 size += len(chunks[-1])

@@ -395,9 +395,10 @@ def _witness(matrix, confidence, points, y, s1, s2, epsilon, tolerance) -> Robus
         linear = min(1.0, (statistic - limit) / statistic + 1e-12)  # enough by convexity alone
         for theta in (quadratic, linear):
             pulled = (1 - theta) * distribution + theta * estimate
-            if confidence.chi_square(pulled) <= limit:
+            statistic = confidence.chi_square(pulled)
+            if statistic <= limit:
                 break
-        distribution, statistic = pulled, confidence.chi_square(pulled)
+        distribution = pulled
     if not (statistic <= limit and confidence.contains(distribution)):
         return None
     numerator, denominator = _conditionals(matrix, distribution, y, s1, s2)

@@ -70,8 +70,10 @@ def build_cells(task: str, name: str, epsilons: list[float], document: dict, bas
     else:
         families = [_family(entry, base) for entry in _entries(document)]
         options = {"design": _design_options, "certify": _certify_options, "simulate": _simulate_options}[task]
-        grid = ({**family, "epsilon": eps, **extra} for family in families for eps in epsilons
-                for extra in options(document.get(task, {}), family, base))
+        # a family's options do not depend on epsilon: checked (files hashed) once per family
+        extras = [options(document.get(task, {}), family, base) for family in families]
+        grid = ({**family, "epsilon": eps, **extra} for family, found in zip(families, extras) for eps in epsilons
+                for extra in found)
     cells = [make_cell({"plan": name, "task": task, **inputs}) for inputs in grid]
     if len({cell.hash for cell in cells}) != len(cells):
         raise ValueError("the plan lists the same cell twice (duplicate epsilons, families or options)")
@@ -212,10 +214,9 @@ def _robust_grid(document: dict, epsilons: list[float]):
     certify = document.get("certify", False)
     if not isinstance(certify, bool):
         raise ValueError("certify must be true or false")
-    draws = _section(document.get("draws"), "draws", {"shapes", "records", "alphas", "count", "seed"}) \
-        if "draws" in document else None
-    if draws is None:
+    if "draws" not in document:
         raise ValueError("missing field 'draws'")
+    draws = _section(document["draws"], "draws", {"shapes", "records", "alphas", "count", "seed"})
     for key in ("shapes", "records", "alphas", "count", "seed"):
         if key not in draws:
             raise ValueError(f"missing field 'draws.{key}'")

@@ -358,9 +358,7 @@ export class Mechanism {
 
   /** How often each output index is reported in n draws for input index x. */
   counts(x, n) {
-    const tally = new Array(this.outputs.length).fill(0);
-    for (let i = 0; i < n; i++) tally[this.sample(x)]++;
-    return tally;
+    return tally(this, x, n);
   }
 }
 
