@@ -44,7 +44,7 @@ def test_duckdb_counts_equal_bincount_over_parquet_and_csv(tmp_path):
     for pattern in ("*.parquet", "*.csv"):
         counted = count_reports(str(tmp_path / pattern), "y")
         assert counted.engine == "duckdb" and counted.total == expected.sum()
-        assert dict(zip(counted.values, counted.counts)) == {value: int(c) for value, c in enumerate(expected)}
+        assert dict(zip(counted.values, counted.counts)) == {str(value): int(c) for value, c in enumerate(expected)}
 
 
 def test_unbiased_estimate_and_interval_equal_the_grr_closed_form():
@@ -116,7 +116,7 @@ def test_estimate_cli_with_a_package_and_outside_reports(tmp_path):
     [
         (["--reports", "/nonexistent/*.parquet"], "no file matches"),
         (["--reports", "REPORTS", "--column", "z"], "--column z: the reports have no such column"),
-        (["--reports", "/tmp/reports.txt"], "name .parquet or .csv files"),
+        (["--reports", "/tmp/reports.txt"], "name a folder, or .parquet/.pq or .csv/.csv.gz files"),
         (["--reports", "REPORTS", "--estimator", "magic"], "unknown estimator 'magic'"),
     ],
 )

@@ -1,105 +1,224 @@
-"""Count reports per distinct value, out of core.
+"""Count reports per group and distinct value, out of core.
 
-DuckDB (default) streams the files matched by a glob through a hash aggregate
-(``SELECT column, count(*) ... GROUP BY 1``) with a bounded memory limit; Dask
-(``scheduler`` given) computes ``value_counts`` of the column on the cluster, one
-partition per file or row group. Both return every distinct value, NULL included,
-so nothing is lost before the alphabet check of :mod:`designer.aggregate.estimate`.
+One grouped count answers everything: DuckDB streams the report files
+(:mod:`designer.aggregate.sources`) through one hash aggregate,
+``SELECT <by...>, <column>, count(*) FROM read_parquet(files, hive_partitioning = true,
+union_by_name = true) WHERE <checked --where> GROUP BY ALL``, with a bounded memory
+limit. With a Dask scheduler, the files are split into batches, each batch is counted by
+the same query on a worker, and the small partial counts are merged by a tree reduction
+(``dask.bag`` ``reduction`` with ``split_every``): no shuffle, since the result has one row
+per (group, distinct value).
+
+Report values are returned as text (``None`` for NULL), integral floats written as
+integers (``2.0`` → ``"2"``), so that partial counts from files of different types (an
+integer column in one file, text in another) merge, and so that values match the
+mechanism's output labels as text (:mod:`designer.aggregate.estimate`). Every distinct
+value, NULL included, is kept.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from designer.aggregate.filters import check_where, quote_identifier
+from designer.aggregate.sources import ReportSource, resolve_reports
 
 #: DuckDB's memory limit for the aggregation (it spills beyond it).
 DUCKDB_MEMORY_LIMIT = "1GB"
+#: Dask: batches of files per worker thread (balance against per-task overhead).
+BATCHES_PER_THREAD = 2
+#: Dask: partial counts merged per node of the reduction tree.
+SPLIT_EVERY = 8
+
+
+class CountError(ValueError):
+    """DuckDB could not run the count (its error class and first line); re-raised as is from Dask workers."""
 
 
 @dataclass(frozen=True)
 class ReportCounts:
-    """Distinct report values (None for NULL) and their counts."""
+    """Counts per group (``by`` columns) and distinct report value.
 
+    Row ``i`` says: ``counts[i]`` reports with value ``values[i]`` (text, None for NULL) in the
+    group ``keys[i]`` (a tuple of the ``by`` columns' values; ``()`` when ungrouped).
+    ``files`` is the manifest of the files counted (:mod:`designer.aggregate.increments`).
+    """
+
+    by: tuple[str, ...]
+    keys: list[tuple]
     values: list
     counts: list[int]
     engine: str
     seconds: float
+    files: tuple = field(default=())
 
     @property
     def total(self) -> int:
         """Number of reports."""
         return int(sum(self.counts))
 
+    def groups(self) -> list[tuple[dict, list, list[int]]]:
+        """``(by values, report values, counts)`` per group, groups in sorted order."""
+        grouped: dict[tuple, tuple[list, list[int]]] = {}
+        for key, value, count in zip(self.keys, self.values, self.counts):
+            values, counts = grouped.setdefault(key, ([], []))
+            values.append(value)
+            counts.append(count)
+        return [(dict(zip(self.by, key)), *grouped[key]) for key in sorted(grouped, key=_sort_key)]
 
-def report_format(pattern: str) -> str:
-    """``"parquet"`` or ``"csv"`` from the glob's suffix (``ValueError`` otherwise)."""
-    lowered = pattern.lower()
-    if lowered.endswith((".parquet", ".pq")):
-        return "parquet"
-    if lowered.endswith((".csv", ".csv.gz")):
-        return "csv"
-    raise ValueError(f"--reports {pattern}: name .parquet or .csv files (e.g. 'reports/*.parquet')")
 
+def count_reports(reports: str, column: str = "y", scheduler: str | None = None, by: tuple[str, ...] = (),
+                  where: str | None = None) -> ReportCounts:
+    """Counts per ``by`` group and distinct value of ``column`` over the files ``reports`` names.
 
-def count_reports(pattern: str, column: str = "y", scheduler: str | None = None) -> ReportCounts:
-    """Counts per distinct value of ``column`` over the files matching ``pattern``.
+    This is the bridge to other engines: any engine that can run ``SELECT <by>, y, count(*) ...
+    GROUP BY ALL`` (Spark, Ray, a warehouse) can produce the same rows, and
+    :func:`designer.aggregate.estimate.estimate_reports` estimates from ``values``/``counts``.
 
     Parameters
     ----------
-    pattern : str
-        A glob of Parquet or CSV files (CSV with a header line).
+    reports : str
+        A Parquet or CSV (header line) file, a folder (every report file below it), a glob
+        (``**`` recurses) or a remote URL (:func:`designer.aggregate.sources.resolve_reports`).
+        Hive partitions (``day=01/``) are columns.
     column : str
         The report column.
     scheduler : str, optional
-        Count with Dask on this cluster instead of DuckDB.
+        Count with Dask on this cluster (batches of files, tree reduction) instead of DuckDB here.
+    by : tuple of str
+        Group columns (report columns or Hive partition keys).
+    where : str, optional
+        A boolean SQL expression over the columns (:func:`designer.aggregate.filters.check_where`).
+
+    Raises
+    ------
+    ValueError
+        One line: no file, unknown column, a refused ``where``, an unreadable file.
     """
-    kind = report_format(pattern)
-    import glob
+    return count_source(resolve_reports(reports), column, scheduler, by, where)
 
-    files = sorted(glob.glob(pattern))
-    if not files:
-        raise ValueError(f"--reports {pattern}: no file matches")
+
+def count_source(source: ReportSource, column: str = "y", scheduler: str | None = None, by: tuple[str, ...] = (),
+                 where: str | None = None, files: tuple[str, ...] | None = None) -> ReportCounts:
+    """:func:`count_reports` over resolved ``source`` (or only its ``files`` given here)."""
+    files = source.files if files is None else files
+    sql = count_query(source, column, by, check_where(where) if where else None)
     start = time.perf_counter()
-    if scheduler:
-        values, counts = _dask_counts(files, column, kind, scheduler)
-    else:
-        values, counts = _duckdb_counts(files, column, kind)
-    return ReportCounts(values, counts, "dask" if scheduler else "duckdb", time.perf_counter() - start)
+    try:
+        if not files:
+            rows: dict = {}
+        elif scheduler:
+            rows = _dask_counts(source, files, sql, scheduler)
+        else:
+            rows = count_files(source, files, sql)
+    except CountError as error:
+        raise ValueError(_explain(str(error), source, files, column, by, where)) from None
+    keys, values, counts = unpack(rows)
+    return ReportCounts(tuple(by), keys, values, counts, "dask" if scheduler else "duckdb",
+                        time.perf_counter() - start)
 
 
-def _duckdb_counts(files: list[str], column: str, kind: str) -> tuple[list, list[int]]:
+def count_query(source: ReportSource, column: str, by: tuple[str, ...], where_sql: str | None) -> str:
+    """The grouped count (files bound as the query's one parameter)."""
+    selected = ", ".join([*(quote_identifier(name) for name in by), quote_identifier(column)])
+    condition = f" WHERE {where_sql}" if where_sql else ""
+    return f"SELECT {selected}, count(*) FROM {source.reader()}{condition} GROUP BY ALL"
+
+
+def count_files(source: ReportSource, files, sql: str) -> dict:
+    """``{(group key, value text): count}`` of ``sql`` over ``files`` (DuckDB, here or on a worker)."""
     import duckdb
 
     connection = duckdb.connect()
     try:
         connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
         connection.execute("SET enable_progress_bar = false")  # it would print on stdout (breaks --json)
-        reader = "read_parquet(?)" if kind == "parquet" else "read_csv(?, header = true)"
-        quoted = '"' + column.replace('"', '""') + '"'
+        source.prepare(connection)
         try:
-            rows = connection.execute(f"SELECT {quoted}, count(*) FROM {reader} GROUP BY 1", [files]).fetchall()
-        except duckdb.BinderException:
-            raise ValueError(f"--column {column}: the reports have no such column") from None
+            fetched = connection.execute(sql, [list(files)]).fetchall()
         except duckdb.Error as error:
-            raise ValueError(f"--reports: {str(error).splitlines()[0]}") from None
+            raise CountError(f"{type(error).__name__}: {str(error).splitlines()[0]}") from None
     finally:
         connection.close()
-    return [value for value, _ in rows], [int(count) for _, count in rows]
+    rows: dict = {}
+    for *key, value, count in fetched:
+        index = (tuple(_json_value(part) for part in key), report_text(value))
+        rows[index] = rows.get(index, 0) + int(count)
+    return rows
 
 
-def _dask_counts(files: list[str], column: str, kind: str, scheduler: str) -> tuple[list, list[int]]:
-    import dask.dataframe as dd
-    import pandas as pd
+def merge_counts(parts) -> dict:
+    """The sum of partial ``{(key, value): count}`` dictionaries."""
+    merged: dict = {}
+    for part in parts:
+        for index, count in part.items():
+            merged[index] = merged.get(index, 0) + count
+    return merged
+
+
+def unpack(rows: dict) -> tuple[list, list, list[int]]:
+    """``rows`` as parallel lists (keys, values, counts)."""
+    return [key for key, _ in rows], [value for _, value in rows], [int(count) for count in rows.values()]
+
+
+def report_text(value) -> str | None:
+    """A report value as text: None for NULL, integral floats as integers (``2.0`` → ``"2"``)."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _explain(error: str, source: ReportSource, files, column: str, by: tuple[str, ...], where: str | None) -> str:
+    """A one-line message naming the option at fault in a DuckDB error."""
+    if not error.startswith("BinderException"):
+        return f"--reports {source.spec}: {error.split(': ', 1)[1]}"
+    columns = _columns(source, files)
+    if column not in columns:
+        return f"--column {column}: the reports have no such column (columns: {', '.join(columns)})"
+    missing = [name for name in by if name not in columns]
+    if missing:
+        return f"--by {missing[0]}: the reports have no such column (columns: {', '.join(columns)})"
+    return f"--where {where}: {error.split(': ', 1)[1]}"
+
+
+def _columns(source: ReportSource, files) -> list[str]:
+    import duckdb
+
+    connection = duckdb.connect()
+    try:
+        source.prepare(connection)
+        return [row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {source.reader()}", [list(files)]).fetchall()]
+    finally:
+        connection.close()
+
+
+def _dask_counts(source: ReportSource, files, sql: str, scheduler: str) -> dict:
+    """Batches of files counted on the workers, partial counts merged by a tree reduction."""
+    import dask.bag
 
     from designer.sweep.execution import dask_client
 
-    with dask_client(scheduler, 0):
-        try:
-            if kind == "parquet":
-                frame = dd.read_parquet(files, columns=[column])
-            else:  # text, so a stray non-numeric report cannot break the type inference of a partition
-                frame = dd.read_csv(files, usecols=[column], dtype={column: object})
-            series = frame[column].value_counts(dropna=False).compute()
-        except (KeyError, ValueError) as error:
-            raise ValueError(f"--column {column}: cannot count it ({str(error).splitlines()[0]})") from None
-    return [None if pd.isna(value) else value for value in series.index.tolist()], [int(c) for c in series.tolist()]
+    with dask_client(scheduler, 0) as client:
+        threads = max(1, sum(client.nthreads().values()))
+        size = max(1, math.ceil(len(files) / (BATCHES_PER_THREAD * threads)))
+        bag = dask.bag.from_sequence(list(files), partition_size=size)
+        reduced = bag.reduction(lambda batch: count_files(source, list(batch), sql), merge_counts,
+                                split_every=SPLIT_EVERY)
+        return reduced.compute()
+
+
+def _json_value(value):
+    """A group key part JSON can carry (dates and decimals as text)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _sort_key(key: tuple) -> tuple:
+    return tuple((part is None, str(type(part)), part if part is not None else 0) for part in key)

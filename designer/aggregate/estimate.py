@@ -21,6 +21,18 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
   the percentile interval of a nonparametric bootstrap: ``B`` resamples of the
   output counts from Multinomial(n, f), each re-estimated by EM (seeded). A structured
   package runs EM through its transforms, up to :data:`MAX_MLE_ENTRIES` channel entries.
+
+Simultaneous intervals (``family = m`` intervals that must hold together, e.g. every symbol of
+a histogram, or every symbol of every group): each interval is computed at a level raised so
+that all ``m`` cover together with probability at least ``1 - a``:
+
+* ``unbiased`` — Šidák: each at level ``(1 - a)^(1/m)``. For a centred jointly normal vector
+  ``P(|Z_i| <= c_i for all i) >= prod_i P(|Z_i| <= c_i)`` whatever the correlations (Z. Šidák,
+  "Rectangular confidence regions for the means of multivariate normal distributions",
+  JASA 62 (1967), 626-633), so under the normal approximation the product of the ``m``
+  levels bounds the joint coverage. Estimates of disjoint groups are independent.
+* ``mle`` — Bonferroni: each percentile interval at level ``1 - a/m`` (the union bound;
+  valid for any dependence, and the bootstrap gives no normal vector to apply Šidák to).
 """
 
 from __future__ import annotations
@@ -181,9 +193,24 @@ def mle_interval(counts: np.ndarray, channel, confidence: float, samples: int = 
     return estimate, np.quantile(resampled, tail, axis=0), np.quantile(resampled, 1 - tail, axis=0)
 
 
+def interval_level(confidence: float, family: int, estimator: str) -> float:
+    """Each interval's level so that ``family`` intervals hold together at ``confidence`` (module docstring)."""
+    if family == 1:
+        return confidence
+    if estimator == "unbiased":
+        return confidence ** (1 / family)  # Šidák (1967)
+    return 1 - (1 - confidence) / family  # Bonferroni
+
+
 def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int], estimator: str = "unbiased",
-                     confidence: float = 0.95, seed: int = 0) -> dict:
+                     confidence: float = 0.95, seed: int = 0, family: int = 1) -> dict:
     """The JSON-ready estimate of the input distribution from counted reports.
+
+    The bridge from any engine: ``values`` are the distinct report values (as the output labels'
+    text, or integers for unlabelled outputs) and ``counts`` how often each occurred, e.g. the
+    rows of ``SELECT y, count(*) FROM reports GROUP BY y`` run in Spark, Ray or a warehouse.
+    ``family``: the number of intervals that must hold simultaneously (1: each on its own;
+    ``k`` for a whole-histogram claim), see the module docstring.
 
     Raises
     ------
@@ -193,6 +220,7 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
     """
     check_confidence(confidence)
     check_estimator(mechanism, estimator)
+    level = interval_level(confidence, family, estimator)
     inside, outside = alphabet_counts(values, counts, mechanism.output_labels)
     n = int(inside.sum())
     if n == 0:
@@ -209,12 +237,15 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
             method = (f"normal approximation, exact variance of the unbiased estimator "
                       f"{estimator_equations(mechanism.structured)} of context-aware-ldp.md, by fast Walsh-Hadamard "
                       "transforms")
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        z = NormalDist().inv_cdf(0.5 + level / 2)
         low, high = estimate - z * errors, estimate + z * errors
     else:
-        estimate, low, high = mle_interval(inside, mechanism.channel, confidence, seed=seed)
+        estimate, low, high = mle_interval(inside, mechanism.channel, level, seed=seed)
         errors = None
         method = f"bootstrap percentile, {BOOTSTRAP_SAMPLES} resamples (seed {seed})"
+    if family > 1:
+        method += (f"; simultaneous over {family} intervals: each at level {level:.6g} "
+                   + ("(Šidák 1967)" if estimator == "unbiased" else "(Bonferroni)"))
     listed = dict(sorted(outside.items(), key=lambda item: -item[1])[:LISTED_OUTSIDE])
     return {
         "reports": n + sum(outside.values()),
@@ -231,14 +262,33 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
     }
 
 
+def estimate_groups(mechanism: ReportMechanism, counted, estimator: str = "unbiased", confidence: float = 0.95,
+                    simultaneous: bool = False, seed: int = 0) -> dict:
+    """One estimate per group of ``counted`` (:class:`designer.aggregate.counting.ReportCounts`).
+
+    Returns ``{"groups": [{"by": {...}, "reports": n, "estimate": [...], ...}, ...]}`` with the
+    fields of :func:`estimate_reports` in each group; a group without any report in the
+    output alphabet has ``"estimate": []`` and an ``"error"``. ``simultaneous``: every interval
+    of every group holds together at ``confidence`` (family = k x groups).
+    """
+    groups = counted.groups()
+    family = len(mechanism.input_labels) * len(groups) if simultaneous else 1
+    entries = []
+    for by, values, counts in groups:
+        try:
+            entry = estimate_reports(mechanism, values, counts, estimator, confidence, seed, family)
+        except ValueError as error:
+            entry = {"reports": int(sum(counts)), "estimate": [], "error": str(error)}
+        entries.append({"by": by, **entry})
+    return {"by": list(counted.by), "reports": counted.total, "estimator": estimator, "confidence": confidence,
+            "simultaneous": simultaneous, "groups": entries}
+
+
 def _text(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, (np.integer, np.floating)):
-        return _text(value.item())
-    return str(value)
+    from designer.aggregate.counting import report_text
+
+    text = report_text(value)
+    return "NULL" if text is None else text
 
 
 def _alphabet(mechanism: ReportMechanism) -> str:

@@ -15,43 +15,83 @@ TABLE_ROWS = 50
 @guarded
 def estimate_command(
     mechanism: Path = typer.Option(..., "--mechanism", help="Channel CSV, or a package JSON from `ldp-designer package`."),
-    reports: str = typer.Option(..., "--reports", help="Glob of report files, e.g. 'reports/*.parquet' or '*.csv'."),
+    reports: str = typer.Option(None, "--reports", help="Report file, folder (recursive), glob ('**' recurses) or URL; "
+                                "Parquet or CSV; Hive partitions (day=01/) are columns."),
     column: str = typer.Option("y", "--column", help="The column holding the reports."),
+    by: str = typer.Option(None, "--by", help="COL[,COL]: one estimate per group (one grouped count)."),
+    where: str = typer.Option(None, "--where", help="SQL boolean expression filtering the reports, e.g. \"day >= '05'\"."),
+    counts: Path = typer.Option(None, "--counts", help="Counts saved by --save-counts: count only files not in them."),
+    save_counts: Path = typer.Option(None, "--save-counts", help="Write the counts and the manifest of counted files."),
     scheduler: str = typer.Option(None, "--scheduler", help="Count with Dask on this cluster (default: embedded DuckDB)."),
     estimator: str = typer.Option("unbiased", "--estimator", help="unbiased (normal CI) or mle (EM, bootstrap CI)."),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
+    simultaneous: bool = typer.Option(False, "--simultaneous", help="Intervals that hold together (every symbol of "
+                                      "every group): Šidák (unbiased) or Bonferroni (mle)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Estimate the input distribution from REPORTS; reports outside the output alphabet are counted and shown."""
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
-    from designer.aggregate.counting import count_reports
-    from designer.aggregate.estimate import check_confidence, check_estimator, estimate_reports, load_mechanism
+    from designer.aggregate.estimate import check_confidence, check_estimator, estimate_groups, load_mechanism
+    from designer.aggregate.filters import check_where, parse_by
+    from designer.aggregate.increments import count_increment, write_counts
+    from designer.aggregate.sources import resolve_reports
 
+    if reports is None and counts is None:
+        raise ValueError("--reports: give the report files, or --counts with saved counts (or both)")
     check_confidence(confidence)
+    groups = parse_by(by)
+    where_sql = check_where(where) if where else None
     loaded = load_mechanism(mechanism)
     check_estimator(loaded, estimator)  # before counting: refusing after a 10^9-report count wastes it
-    counted = count_reports(reports, column, scheduler)
-    result = estimate_reports(loaded, counted.values, counted.counts, estimator, confidence)
-    result.update(engine=counted.engine, count_seconds=counted.seconds, mechanism=loaded.source)
-    outside = result["outside_alphabet"]
+    source = resolve_reports(reports) if reports is not None else None
+    counted = count_increment(source, column, scheduler, groups, where, counts, manifest=save_counts is not None)
+    if save_counts is not None:
+        write_counts(save_counts, dict(zip(zip(counted.keys, counted.values), counted.counts)), column, groups,
+                     where_sql, list(counted.files))
+    result = estimate_groups(loaded, counted, estimator, confidence, simultaneous)
+    extra = {"engine": counted.engine, "count_seconds": counted.seconds, "mechanism": loaded.source}
+    if counted.files:
+        extra["files_in_manifest"] = len(counted.files)
+    if not groups:  # ungrouped: the one estimate's fields at the top level
+        result = {key: value for key, value in result["groups"][0].items() if key != "by"} if result["groups"] else \
+            {"reports": 0, "estimate": [], "error": "no report counted"}
+        if "error" in result:
+            raise ValueError(result["error"])
+    result.update(extra)
     if as_json:
         print_json(result)
         return
     console = Console(soft_wrap=True)
-    console.print(f"{result['reports']} reports counted with {counted.engine} in {counted.seconds:.2f} s; "
-                  f"{result['in_alphabet']} in the output alphabet, {outside['count']} outside")
+    console.print(f"{counted.total} reports counted with {counted.engine} in {counted.seconds:.2f} s"
+                  + (f" in {len(result['groups'])} groups by {', '.join(groups)}" if groups else ""))
+    for entry in result["groups"] if groups else [result]:
+        _print_group(console, entry, estimator, confidence)
+
+
+def _print_group(console, entry: dict, estimator: str, confidence: float) -> None:
+    """One estimate as a table (the largest :data:`TABLE_ROWS`), with a stderr warning for outside reports."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    label = ", ".join(f"{key}={value}" for key, value in entry.get("by", {}).items())
+    prefix = f"{label}: " if label else ""
+    if "error" in entry:
+        Console(stderr=True, soft_wrap=True).print(f"warning: {escape(prefix)}{escape(entry['error'])}")
+        return
+    outside = entry["outside_alphabet"]
+    console.print(f"{escape(prefix)}{entry['in_alphabet']} in the output alphabet, {outside['count']} outside")
     if outside["count"]:
         shown = ", ".join(f"{escape(value)} ({count})" for value, count in outside["values"].items())
-        Console(stderr=True, soft_wrap=True).print(f"warning: {outside['count']} reports outside the output alphabet "
-                                   f"({outside['distinct']} distinct values: {shown}); left out of the estimate")
-    rows = result["estimate"]
-    title = f"{estimator} estimate, {100 * confidence:g}% intervals ({result['interval_method']})"
+        Console(stderr=True, soft_wrap=True).print(
+            f"warning: {escape(prefix)}{outside['count']} reports outside the output alphabet "
+            f"({outside['distinct']} distinct values: {shown}); left out of the estimate")
+    rows = entry["estimate"]
+    title = f"{escape(prefix)}{estimator} estimate, {100 * confidence:g}% intervals ({entry['interval_method']})"
     if len(rows) > TABLE_ROWS:  # rendering 43,750 rows takes rich about 40 s and no one reads them
         rows = sorted(rows, key=lambda row: -row["value"])[:TABLE_ROWS]
-        title += f"; the {TABLE_ROWS} largest of {len(result['estimate'])} estimates (--json prints all)"
+        title += f"; the {TABLE_ROWS} largest of {len(entry['estimate'])} estimates (--json prints all)"
     table = Table(title=title)
     for name in ("input", "estimate", "low", "high"):
         table.add_column(name, justify="left" if name == "input" else "right")
