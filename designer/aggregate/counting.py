@@ -129,6 +129,15 @@ def count_query(source: ReportSource, column: str, by: tuple[str, ...], where_sq
 
 def count_files(source: ReportSource, files, sql: str) -> dict:
     """``{(group key, value text): count}`` of ``sql`` over ``files`` (DuckDB, here or on a worker)."""
+    rows: dict = {}
+    for *key, value, count in _run(source, files, sql):
+        index = (tuple(_json_value(part) for part in key), report_text(value))
+        rows[index] = rows.get(index, 0) + int(count)
+    return rows
+
+
+def _run(source: ReportSource, files, sql: str) -> list[tuple]:
+    """The rows of ``sql`` over ``files`` (``CountError``: DuckDB's error class and first line)."""
     import duckdb
 
     connection = duckdb.connect()
@@ -137,18 +146,11 @@ def count_files(source: ReportSource, files, sql: str) -> dict:
         connection.execute("SET enable_progress_bar = false")  # it would print on stdout (breaks --json)
         source.prepare(connection)
         try:
-            fetched = connection.execute(sql, [list(files)]).fetchall()
+            return connection.execute(sql, [list(files)]).fetchall()
         except duckdb.Error as error:
             raise CountError(f"{type(error).__name__}: {str(error).splitlines()[0]}") from None
     finally:
         connection.close()
-    rows: dict = {}
-    for *key, value, count in fetched:
-        index = (tuple(_json_value(part) for part in key), report_text(value))
-        rows[index] = rows.get(index, 0) + int(count)
-    return rows
-
-
 def merge_counts(parts) -> dict:
     """The sum of partial ``{(key, value): count}`` dictionaries."""
     merged: dict = {}
@@ -159,8 +161,9 @@ def merge_counts(parts) -> dict:
 
 
 def unpack(rows: dict) -> tuple[list, list, list[int]]:
-    """``rows`` as parallel lists (keys, values, counts)."""
-    return [key for key, _ in rows], [value for _, value in rows], [int(count) for count in rows.values()]
+    """``rows`` as parallel lists (keys, values, counts), sorted by group and value (None last)."""
+    ordered = sorted(rows, key=lambda index: (_sort_key(index[0]), index[1] is None, index[1] or ""))
+    return [key for key, _ in ordered], [value for _, value in ordered], [int(rows[index]) for index in ordered]
 
 
 def report_text(value) -> str | None:
@@ -176,15 +179,18 @@ def report_text(value) -> str | None:
 
 def _explain(error: str, source: ReportSource, files, column: str, by: tuple[str, ...], where: str | None) -> str:
     """A one-line message naming the option at fault in a DuckDB error."""
-    if not error.startswith("BinderException"):
-        return f"--reports {source.spec}: {error.split(': ', 1)[1]}"
+    kind, message = error.split(": ", 1)
+    if where and kind == "ConversionException":  # e.g. comparing a text column with a number
+        return f"--where {where}: {message}"
+    if kind != "BinderException":
+        return f"--reports {source.spec}: {message}"
     columns = _columns(source, files)
     if column not in columns:
         return f"--column {column}: the reports have no such column (columns: {', '.join(columns)})"
     missing = [name for name in by if name not in columns]
     if missing:
         return f"--by {missing[0]}: the reports have no such column (columns: {', '.join(columns)})"
-    return f"--where {where}: {error.split(': ', 1)[1]}"
+    return f"--where {where}: {message}"
 
 
 def _columns(source: ReportSource, files) -> list[str]:
@@ -204,6 +210,7 @@ def _dask_counts(source: ReportSource, files, sql: str, scheduler: str) -> dict:
 
     from designer.sweep.execution import dask_client
 
+    _run(source, files, f"DESCRIBE {sql}")  # binds the query here: a bad column is one line, not a worker error
     with dask_client(scheduler, 0) as client:
         threads = max(1, sum(client.nthreads().values()))
         size = max(1, math.ceil(len(files) / (BATCHES_PER_THREAD * threads)))
