@@ -41,7 +41,7 @@ class ReportSource:
 
     def reader(self, files_parameter: str = "?") -> str:
         """The DuckDB table function reading a list of these files (bound as ``files_parameter``)."""
-        options = "hive_partitioning = true, union_by_name = true"
+        options = "hive_partitioning = true, hive_types_autocast = false, union_by_name = true"
         if self.kind == "parquet":
             return f"read_parquet({files_parameter}, {options})"
         return f"read_csv({files_parameter}, header = true, {options})"
