@@ -185,3 +185,27 @@ def test_grouped_bad_input_is_one_line_exit_2(tmp_path, arguments, message):
     result = run_cli("estimate", "--mechanism", str(GRR4), *replaced)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("error: ") and message in result.stderr
+
+
+def test_partition_union_and_general_group_by_agree(tmp_path):
+    """``--by`` Hive keys only: one UNION ALL of per-partition counts; with a data column: GROUP BY; same rows."""
+    from designer.aggregate.counting import partitions
+
+    rng = np.random.default_rng(5)
+    expected = {}
+    for day in ("01", "02"):
+        (tmp_path / f"day={day}").mkdir()
+        y, app = rng.integers(0, 4, 3000), rng.choice(["ios", "web"], 3000)
+        pq.write_table(pa.table({"y": y, "app": app}), tmp_path / f"day={day}" / "r.parquet")
+        for a in ("ios", "web"):
+            expected[(day, a)] = np.bincount(y[(app == a) & (y != 2)], minlength=4)
+    files = [str(tmp_path / f"day={day}" / "r.parquet") for day in ("01", "02")]
+    assert partitions(files, ("day",)) == {("01",): files[:1], ("02",): files[1:]}
+    assert partitions(files, ("day", "app")) is None and partitions(["x/day=a%20b/r.parquet"], ("day",)) is None
+    by_day = count_reports(str(tmp_path), by=("day",), where="y <> 2")  # union of per-partition counts
+    by_both = count_reports(str(tmp_path), by=("day", "app"), where="y <> 2")  # general GROUP BY
+    for by, values, counts in by_both.groups():
+        assert as_counts(values, counts) == {str(v): int(c) for v, c in enumerate(expected[(by["day"], by["app"])]) if v != 2}
+    for by, values, counts in by_day.groups():
+        total = expected[(by["day"], "ios")] + expected[(by["day"], "web")]
+        assert as_counts(values, counts) == {str(v): int(c) for v, c in enumerate(total) if v != 2}

@@ -29,6 +29,8 @@ from designer.aggregate.sources import ReportSource, resolve_reports
 DUCKDB_MEMORY_LIMIT = "1GB"
 #: Dask: batches of files per worker thread (balance against per-task overhead).
 BATCHES_PER_THREAD = 2
+#: Most Hive partitions counted as one UNION ALL of per-partition aggregates (:class:`CountQuery`).
+MAX_UNION_PARTITIONS = 1000
 #: Dask: partial counts merged per node of the reduction tree.
 SPLIT_EVERY = 8
 
@@ -104,15 +106,15 @@ def count_source(source: ReportSource, column: str = "y", scheduler: str | None 
                  where: str | None = None, files: tuple[str, ...] | None = None) -> ReportCounts:
     """:func:`count_reports` over resolved ``source`` (or only its ``files`` given here)."""
     files = source.files if files is None else files
-    sql = count_query(source, column, by, check_where(where) if where else None)
+    query = CountQuery(source, column, tuple(by), check_where(where) if where else None)
     start = time.perf_counter()
     try:
         if not files:
             rows: dict = {}
         elif scheduler:
-            rows = _dask_counts(source, files, sql, scheduler)
+            rows = _dask_counts(query, files, scheduler)
         else:
-            rows = count_files(source, files, sql)
+            rows = count_files(query, files)
     except CountError as error:
         raise ValueError(_explain(str(error), source, files, column, by, where)) from None
     keys, values, counts = unpack(rows)
@@ -120,24 +122,63 @@ def count_source(source: ReportSource, column: str = "y", scheduler: str | None 
                         time.perf_counter() - start)
 
 
-def count_query(source: ReportSource, column: str, by: tuple[str, ...], where_sql: str | None) -> str:
-    """The grouped count (files bound as the query's one parameter)."""
-    selected = ", ".join([*(quote_identifier(name) for name in by), quote_identifier(column)])
-    condition = f" WHERE {where_sql}" if where_sql else ""
-    return f"SELECT {selected}, count(*) FROM {source.reader()}{condition} GROUP BY ALL"
+@dataclass(frozen=True)
+class CountQuery:
+    """The grouped count: report column, ``by`` columns and checked ``where`` SQL over a source's reader."""
+
+    source: ReportSource
+    column: str
+    by: tuple[str, ...]
+    where_sql: str | None
+
+    def sql(self, files: list[str]) -> tuple[str, list]:
+        """The statement and its parameters over ``files``.
+
+        When every ``by`` column is a Hive partition key of every file (:func:`partitions`), the
+        count is one ``UNION ALL`` of per-partition ``GROUP BY <column>`` aggregates with the
+        partition values as constants: still one statement reading each file once, but DuckDB's
+        perfect-hash aggregate on the report column alone runs at the speed of an ungrouped count,
+        where ``GROUP BY day, y`` needs a general hash table (1.6-2x slower at 30 x 10^7 reports).
+        Otherwise it is one ``GROUP BY <by>, <column>``.
+        """
+        condition = f" WHERE {self.where_sql}" if self.where_sql else ""
+        report = quote_identifier(self.column)
+        plan = partitions(files, self.by) if self.by else None
+        if plan is None or len(plan) > MAX_UNION_PARTITIONS:
+            selected = ", ".join([*(quote_identifier(name) for name in self.by), report])
+            return f"SELECT {selected}, count(*) FROM {self.source.reader()}{condition} GROUP BY ALL", [list(files)]
+        constants = ", ".join("CAST(? AS VARCHAR)" for _ in self.by)
+        branch = (f"SELECT {constants}, v, n FROM (SELECT {report} AS v, count(*) AS n "
+                  f"FROM {self.source.reader()}{condition} GROUP BY 1)")
+        parameters = [part for key, group in plan.items() for part in (*key, group)]
+        return " UNION ALL ".join([branch] * len(plan)), parameters
 
 
-def count_files(source: ReportSource, files, sql: str) -> dict:
-    """``{(group key, value text): count}`` of ``sql`` over ``files`` (DuckDB, here or on a worker)."""
+def partitions(files, by: tuple[str, ...]) -> dict[tuple, list[str]] | None:
+    """Files per value of the ``by`` Hive partition keys, or None when a ``by`` column is not a plain
+    partition key of every file (a data column, a missing key, or a value DuckDB would decode:
+    ``%``-escapes, ``__HIVE_DEFAULT_PARTITION__``)."""
+    plan: dict[tuple, list[str]] = {}
+    for file in files:
+        keys = dict(part.split("=", 1) for part in file.replace("\\", "/").split("/")[:-1] if "=" in part)
+        values = tuple(keys.get(name) for name in by)
+        if any(value is None or "%" in value or value == "__HIVE_DEFAULT_PARTITION__" for value in values):
+            return None
+        plan.setdefault(values, []).append(file)
+    return plan
+
+
+def count_files(query: CountQuery, files) -> dict:
+    """``{(group key, value text): count}`` of ``query`` over ``files`` (DuckDB, here or on a worker)."""
     rows: dict = {}
-    for *key, value, count in _run(source, files, sql):
+    for *key, value, count in _run(query.source, *query.sql(list(files))):
         index = (tuple(_json_value(part) for part in key), report_text(value))
         rows[index] = rows.get(index, 0) + int(count)
     return rows
 
 
-def _run(source: ReportSource, files, sql: str) -> list[tuple]:
-    """The rows of ``sql`` over ``files`` (``CountError``: DuckDB's error class and first line)."""
+def _run(source: ReportSource, sql: str, parameters: list) -> list[tuple]:
+    """The rows of ``sql`` (``CountError``: DuckDB's error class and first line)."""
     import duckdb
 
     connection = duckdb.connect()
@@ -146,11 +187,13 @@ def _run(source: ReportSource, files, sql: str) -> list[tuple]:
         connection.execute("SET enable_progress_bar = false")  # it would print on stdout (breaks --json)
         source.prepare(connection)
         try:
-            return connection.execute(sql, [list(files)]).fetchall()
+            return connection.execute(sql, parameters).fetchall()
         except duckdb.Error as error:
             raise CountError(f"{type(error).__name__}: {str(error).splitlines()[0]}") from None
     finally:
         connection.close()
+
+
 def merge_counts(parts) -> dict:
     """The sum of partial ``{(key, value): count}`` dictionaries."""
     merged: dict = {}
@@ -204,18 +247,17 @@ def _columns(source: ReportSource, files) -> list[str]:
         connection.close()
 
 
-def _dask_counts(source: ReportSource, files, sql: str, scheduler: str) -> dict:
+def _dask_counts(query: CountQuery, files, scheduler: str) -> dict:
     """Batches of files counted on the workers, partial counts merged by a tree reduction."""
     import dask.bag
 
     from designer.sweep.execution import dask_client
 
-    _run(source, files, f"DESCRIBE {sql}")  # binds the query here: a bad column is one line, not a worker error
     with dask_client(scheduler, 0) as client:
         threads = max(1, sum(client.nthreads().values()))
         size = max(1, math.ceil(len(files) / (BATCHES_PER_THREAD * threads)))
         bag = dask.bag.from_sequence(list(files), partition_size=size)
-        reduced = bag.reduction(lambda batch: count_files(source, list(batch), sql), merge_counts,
+        reduced = bag.reduction(lambda batch: count_files(query, list(batch)), merge_counts,
                                 split_every=SPLIT_EVERY)
         return reduced.compute()
 
