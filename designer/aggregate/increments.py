@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,21 +63,20 @@ def file_hash(path: str) -> str:
     return digest.hexdigest()
 
 
-def new_files(files, counted: dict[str, dict]) -> tuple[list[str], list[dict]]:
-    """The files not yet counted, and their manifest entries (module docstring for the rules).
+def new_files(files, counted: dict[str, dict]) -> list[str]:
+    """The files not yet counted (module docstring for the rules).
 
     Raises
     ------
     ValueError
         A counted file whose content changed (one line naming it).
     """
-    todo, entries = [], []
+    todo = []
     for path in files:
         absolute = os.path.abspath(path)
         before = counted.get(absolute)
         if before is None:
             todo.append(path)
-            entries.append(file_entry(path))
             continue
         status = os.stat(path)
         if (status.st_size, status.st_mtime_ns) == (before["size"], before["mtime_ns"]):
@@ -85,7 +85,7 @@ def new_files(files, counted: dict[str, dict]) -> tuple[list[str], list[dict]]:
             raise ValueError(f"--counts: {absolute} changed since it was counted (size {before['size']} -> "
                              f"{status.st_size} bytes, new SHA-256); its old reports are in the saved counts and "
                              "cannot be removed: recount every file without --counts")
-    return todo, entries
+    return todo
 
 
 def read_counts(path: str | Path, column: str, by: tuple[str, ...], where: str | None) -> SavedCounts:
@@ -157,8 +157,11 @@ def count_increment(source, column: str = "y", scheduler: str | None = None, by:
     manifest_before = saved.files if saved else {}
     if source is None:
         return ReportCounts(tuple(by), *unpack(before), "saved counts", 0.0, tuple(manifest_before.values()))
-    todo, entries = new_files(source.files, manifest_before)
-    fresh = count_source(source, column, scheduler, by, where, files=tuple(todo))
+    todo = new_files(source.files, manifest_before)
+    with ThreadPoolExecutor(1) as pool:  # hashing (GIL released) overlaps the count
+        entries = pool.map(file_entry, todo)
+        fresh = count_source(source, column, scheduler, by, where, files=tuple(todo))
+        entries = list(entries)
     rows = merge_counts([before, dict(zip(zip(fresh.keys, fresh.values), fresh.counts))])
     keys, values, totals = unpack(rows)
     return replace(fresh, keys=keys, values=values, counts=totals, files=(*manifest_before.values(), *entries))
