@@ -17,9 +17,9 @@ at the end.
 Run: ``.venv/bin/python benchmarks/bench_aggregate.py [total reports, default 1e9]``.
 
 Partitioned case (``bench_aggregate.py partitions [reports per day, default 1e7] [days, default 30]``):
-the same reports in a Hive layout ``day=DD/part-0.parquet``, timed in one run (medians of 3,
-in-process (medians of 5 for the incremental day and Dask), after one warm-up read so every
-engine sees the files in the page cache):
+the same reports in a Hive layout ``day=DD/part-0.parquet``, timed in one run, in-process, after
+one warm-up read so every engine sees the files in the page cache (medians of 3; of 5 for the
+incremental day and Dask):
 
 * ``--by day``: one grouped count (``count_reports(folder, by=("day",))``) against one
   ungrouped DuckDB count of the same files;
@@ -257,13 +257,13 @@ def partitions_case(per_day: int, days: int) -> None:
         last = earlier.files[-1]
         saved = count_increment(replace(earlier, files=earlier.files[:-1]), by=("day",))
         counts = root / "counts.parquet"
-        write_counts(counts, dict(zip(zip(saved.keys, saved.values), saved.counts)), "y", ("day",), None,
+        write_counts(counts, saved.rows(), "y", ("day",), None,
                      list(saved.files))
         fresh_source = resolve_reports(last)
 
         def increment():
             merged = count_increment(earlier, by=("day",), counts=counts)
-            write_counts(root / "merged.parquet", dict(zip(zip(merged.keys, merged.values), merged.counts)), "y",
+            write_counts(root / "merged.parquet", merged.rows(), "y",
                          ("day",), None, list(merged.files))
             return merged
 
@@ -280,7 +280,7 @@ def partitions_case(per_day: int, days: int) -> None:
             dask_seconds, on_dask = timed(lambda: count_source(small, scheduler=cluster.scheduler_address), 5)
         assert on_dask.groups() == duck.groups() and duck.total == 10**7
         print(f"load average {os.getloadavg()}")
-        print("| goal | measured (median of 3) | baseline (same run) | ratio | target |")
+        print("| goal | measured (median) | baseline (same run) | ratio | target |")
         print("|---|---|---|---|---|")
         print(f"| `--by day`, {days} partitions x {per_day:.0e} | {by_seconds:.2f} s | one ungrouped DuckDB count "
               f"{plain_seconds:.2f} s | {by_seconds / plain_seconds:.2f}x | <= 1.3x |")

@@ -61,6 +61,10 @@ class ReportCounts:
         """Number of reports."""
         return int(sum(self.counts))
 
+    def rows(self) -> dict:
+        """``{(group key, value): count}``, as :func:`merge_counts` and the saved counts take them."""
+        return dict(zip(zip(self.keys, self.values), self.counts))
+
     def groups(self) -> list[tuple[dict, list, list[int]]]:
         """``(by values, report values, counts)`` per group, groups in sorted order."""
         grouped: dict[tuple, tuple[list, list[int]]] = {}

@@ -162,6 +162,6 @@ def count_increment(source, column: str = "y", scheduler: str | None = None, by:
         entries = pool.map(file_entry, todo)
         fresh = count_source(source, column, scheduler, by, where, files=tuple(todo))
         entries = list(entries)
-    rows = merge_counts([before, dict(zip(zip(fresh.keys, fresh.values), fresh.counts))])
+    rows = merge_counts([before, fresh.rows()])
     keys, values, totals = unpack(rows)
     return replace(fresh, keys=keys, values=values, counts=totals, files=(*manifest_before.values(), *entries))

@@ -44,10 +44,14 @@ def estimate_command(
     where_sql = check_where(where) if where else None
     loaded = load_mechanism(mechanism)
     check_estimator(loaded, estimator)  # before counting: refusing after a 10^9-report count wastes it
+    if save_counts is not None:
+        from designer.io.writing import check_destinations
+
+        check_destinations([save_counts])  # a bad destination is refused before the count, not after
     source = resolve_reports(reports) if reports is not None else None
     counted = count_increment(source, column, scheduler, groups, where, counts, manifest=save_counts is not None)
     if save_counts is not None:
-        write_counts(save_counts, dict(zip(zip(counted.keys, counted.values), counted.counts)), column, groups,
+        write_counts(save_counts, counted.rows(), column, groups,
                      where_sql, list(counted.files))
     result = estimate_groups(loaded, counted, estimator, confidence, simultaneous)
     extra = {"engine": counted.engine, "count_seconds": counted.seconds, "mechanism": loaded.source}
