@@ -4,7 +4,8 @@ One grouped count answers everything: DuckDB streams the report files
 (:mod:`designer.aggregate.sources`) through one hash aggregate,
 ``SELECT <by...>, <column>, count(*) FROM read_parquet(files, hive_partitioning = true,
 union_by_name = true) WHERE <checked --where> GROUP BY ALL``, with a bounded memory
-limit. With a Dask scheduler, the files are split into batches, each batch is counted by
+limit (grouped by Hive partition keys only, the same statement is written as one ``UNION ALL``
+of per-partition aggregates: :class:`CountQuery`). With a Dask scheduler, the files are split into batches, each batch is counted by
 the same query on a worker, and the small partial counts are merged by a tree reduction
 (``dask.bag`` ``reduction`` with ``split_every``): no shuffle, since the result has one row
 per (group, distinct value).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from designer.aggregate.filters import check_where, quote_identifier
 from designer.aggregate.sources import ReportSource, resolve_reports
@@ -257,6 +258,7 @@ def _dask_counts(query: CountQuery, files, scheduler: str) -> dict:
 
     from designer.sweep.execution import dask_client
 
+    query = replace(query, source=replace(query.source, files=()))  # each task carries its batch, not every file
     with dask_client(scheduler, 0) as client:
         threads = max(1, sum(client.nthreads().values()))
         size = max(1, math.ceil(len(files) / (BATCHES_PER_THREAD * threads)))
