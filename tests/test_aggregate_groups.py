@@ -81,6 +81,9 @@ def test_mixed_integer_and_text_files_count_as_text_with_duckdb_and_dask(tmp_pat
         assert on_dask.engine == "dask" and as_counts(on_dask.values, on_dask.counts) == expected
         with pytest.raises(ValueError, match=r"^--column z: the reports have no such column \(columns: y\)$"):
             count_reports(str(tmp_path), "z", scheduler=cluster.scheduler_address)
+        hive_days(tmp_path / "days", files=3, n=500)
+        grouped = count_reports(str(tmp_path / "days"), by=("day",), where="y <> 1", scheduler=cluster.scheduler_address)
+        assert grouped.groups() == count_reports(str(tmp_path / "days"), by=("day",), where="y <> 1").groups()
 
 
 def test_remote_urls_pass_through_or_are_refused(monkeypatch):
