@@ -175,7 +175,9 @@ def test_saved_counts_plus_a_new_day_equal_a_full_recount(tmp_path):
         (["--reports", "REPORTS", "--by", "day,,y"], "--by day,,y: empty column name"),
         (["--by", "day"], "--reports: give the report files, or --counts"),
         (["--reports", "MIXED"], "holds both Parquet and CSV files"),
-        (["--reports", "REPORTS", "--counts", "REPORTS/day=1/r.parquet"], "not a counts file"),
+        (["--reports", "REPORTS", "--counts", "REPORTS/day=1/r.parquet"], "this counts file is among the --reports"),
+        (["--reports", "REPORTS/day=1/r.parquet", "--counts", "REPORTS"], "--counts"),
+        (["--counts", "REPORTS/day=1/r.parquet"], "not a counts file"),
     ],
 )
 def test_grouped_bad_input_is_one_line_exit_2(tmp_path, arguments, message):

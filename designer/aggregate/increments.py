@@ -88,6 +88,15 @@ def new_files(files, counted: dict[str, dict]) -> list[str]:
     return todo
 
 
+def check_counts_outside(files, paths) -> None:
+    """Refuse a counts file that is also one of the report ``files`` (the next run would count it as reports)."""
+    counted = {os.path.abspath(file) for file in files}
+    for path in paths:
+        if path is not None and os.path.abspath(path) in counted:
+            raise ValueError(f"{path}: this counts file is among the --reports files; keep it outside them "
+                             "(e.g. next to the reports folder, or use a glob that does not match it)")
+
+
 def read_counts(path: str | Path, column: str, by: tuple[str, ...], where: str | None) -> SavedCounts:
     """Counts saved by :func:`write_counts`, checked against this run's column, ``by`` and ``where``.
 

@@ -34,7 +34,7 @@ def estimate_command(
 
     from designer.aggregate.estimate import check_confidence, check_estimator, estimate_groups, load_mechanism
     from designer.aggregate.filters import check_where, parse_by
-    from designer.aggregate.increments import count_increment, write_counts
+    from designer.aggregate.increments import check_counts_outside, count_increment, write_counts
     from designer.aggregate.sources import resolve_reports
 
     if reports is None and counts is None:
@@ -49,6 +49,8 @@ def estimate_command(
 
         check_destinations([save_counts])  # a bad destination is refused before the count, not after
     source = resolve_reports(reports) if reports is not None else None
+    if source is not None:
+        check_counts_outside(source.files, (counts, save_counts))
     counted = count_increment(source, column, scheduler, groups, where, counts, manifest=save_counts is not None)
     if save_counts is not None:
         write_counts(save_counts, counted.rows(), column, groups,
