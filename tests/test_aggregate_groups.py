@@ -17,6 +17,7 @@ from designer.aggregate import sources
 from designer.aggregate.counting import count_reports
 from designer.aggregate.estimate import estimate_reports, interval_level, load_mechanism
 from designer.aggregate.filters import check_where
+from designer.aggregate.increments import read_counts
 
 PRIORS = {"01": [0.4, 0.3, 0.2, 0.1], "02": [0.1, 0.2, 0.3, 0.4], "03": [0.25, 0.25, 0.25, 0.25]}
 
@@ -162,8 +163,8 @@ def test_saved_counts_plus_a_new_day_equal_a_full_recount(tmp_path):
     changed = run_cli(*common, "--counts", str(counts))
     assert changed.returncode == 2 and changed.stderr.count("\n") == 1
     assert "day=02/part-0.parquet changed since it was counted" in changed.stderr
-    other = run_cli("estimate", "--mechanism", str(GRR4), "--reports", str(root), "--counts", str(counts))
-    assert other.returncode == 2 and "counted with --column y, --by day" in other.stderr
+    with pytest.raises(ValueError, match="counted with --column y, --by day, --where .none.; this run asks for --column y, --by .none."):
+        read_counts(counts, "y", (), None)
 
 
 @pytest.mark.parametrize(
