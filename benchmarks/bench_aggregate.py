@@ -247,8 +247,10 @@ def partitions_case(per_day: int, days: int) -> None:
             pq.write_table(pa.table({"y": chunk(day, cdf, per_day)}), root / "r" / f"day={day:02d}" / "part-0.parquet")
         (root / "small").mkdir()
         for index in range(1000):
-            pq.write_table(pa.table({"y": chunk(10_000 + index, cdf, 10_000)}), root / "small" / f"r-{index:04d}.parquet")
-        print(f"generated {days} days x {per_day:.0e} reports and 1000 files x 1e4 in {time.perf_counter() - start:.0f} s")
+            pq.write_table(pa.table({"y": chunk(10_000 + index, cdf, 10_000)}),
+                           root / "small" / f"r-{index:04d}.parquet")
+        print(f"generated {days} days x {per_day:.0e} reports and 1000 files x 1e4 "
+              f"in {time.perf_counter() - start:.0f} s")
         source = resolve_reports(str(root / "r"))
         count_source(source)  # warm-up: the page cache holds the files for every engine below
         plain_seconds, plain = timed(lambda: count_source(source))
@@ -289,7 +291,8 @@ def partitions_case(per_day: int, days: int) -> None:
         print(f"| incremental day: {days - 1} days saved + 1 new day of {per_day:.0e} (read, stat, hash, count, "
               f"merge, write) | {increment_seconds:.3f} s | that day fresh {fresh_seconds:.3f} s | "
               f"{increment_seconds / fresh_seconds:.2f}x | <= 1.2x |")
-        print(f"| Dask, 1000 files x 1e4, LocalCluster 2 workers | {dask_seconds:.2f} s | DuckDB {duck_seconds:.2f} s | "
+        print(f"| Dask, 1000 files x 1e4, LocalCluster 2 workers | {dask_seconds:.2f} s | "
+              f"DuckDB {duck_seconds:.2f} s | "
               f"{dask_seconds / duck_seconds:.2f}x | <= 3x |")
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -163,7 +163,8 @@ def test_saved_counts_plus_a_new_day_equal_a_full_recount(tmp_path):
     changed = run_cli(*common, "--counts", str(counts))
     assert changed.returncode == 2 and changed.stderr.count("\n") == 1
     assert "day=02/part-0.parquet changed since it was counted" in changed.stderr
-    with pytest.raises(ValueError, match="counted with --column y, --by day, --where .none.; this run asks for --column y, --by .none."):
+    with pytest.raises(ValueError, match="counted with --column y, --by day, --where .none.; this run asks for "
+                                         "--column y, --by .none."):
         read_counts(counts, "y", (), None)
 
 
@@ -211,7 +212,8 @@ def test_partition_union_and_general_group_by_agree(tmp_path):
     by_day = count_reports(str(tmp_path), by=("day",), where="y <> 2")  # union of per-partition counts
     by_both = count_reports(str(tmp_path), by=("day", "app"), where="y <> 2")  # general GROUP BY
     for by, values, counts in by_both.groups():
-        assert as_counts(values, counts) == {str(v): int(c) for v, c in enumerate(expected[(by["day"], by["app"])]) if v != 2}
+        cell = expected[(by["day"], by["app"])]
+        assert as_counts(values, counts) == {str(v): int(c) for v, c in enumerate(cell) if v != 2}
     for by, values, counts in by_day.groups():
         total = expected[(by["day"], "ios")] + expected[(by["day"], "web")]
         assert as_counts(values, counts) == {str(v): int(c) for v, c in enumerate(total) if v != 2}

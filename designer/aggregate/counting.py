@@ -5,8 +5,8 @@ One grouped count answers everything: DuckDB streams the report files
 ``SELECT <by...>, <column>, count(*) FROM read_parquet(files, hive_partitioning = true,
 union_by_name = true) WHERE <checked --where> GROUP BY ALL``, with a bounded memory
 limit (grouped by Hive partition keys only, the same statement is written as one ``UNION ALL``
-of per-partition aggregates: :class:`CountQuery`). With a Dask scheduler, the files are split into batches, each batch is counted by
-the same query on a worker, and the small partial counts are merged by a tree reduction
+of per-partition aggregates: :class:`CountQuery`). With a Dask scheduler, the files are split
+into batches, each batch is counted by the same query on a worker, and the small partial counts are merged by a tree reduction
 (``dask.bag`` ``reduction`` with ``split_every``): no shuffle, since the result has one row
 per (group, distinct value).
 
@@ -247,7 +247,8 @@ def _columns(source: ReportSource, files) -> list[str]:
     connection = duckdb.connect()
     try:
         source.prepare(connection)
-        return [row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {source.reader()}", [list(files)]).fetchall()]
+        described = connection.execute(f"DESCRIBE SELECT * FROM {source.reader()}", [list(files)]).fetchall()
+        return [row[0] for row in described]
     finally:
         connection.close()
 
