@@ -100,12 +100,13 @@ def check_package(path: Path, policy_file: Path | None, public_key_file: Path | 
     """Read a package and run every check of verify-package (see the module docstring for exit codes).
 
     Order: the policy and key files are read first (bad input, exit 2); then the package's
-    structure (2), hash (1), authentication by ``--public-key`` / ``--sha256`` (1), the exact
-    re-certification against its own E (a violation is returned, ``certified`` False, for the
-    caller to print), and the policy (1).
+    structure (2), hash (1) and exact re-certification against its own E (a violation is
+    returned, ``certified`` False, for the caller to print; a stored number that differs
+    from the recomputed one exits 1), authentication by ``--public-key`` / ``--sha256`` (1),
+    and the policy (1).
     """
     from designer.deploy.package import read_package, verify_package
-    from designer.deploy.sampler import authenticate, check_common, verify_digest
+    from designer.deploy.sampler import authenticate, check_common
     from designer.deploy.structured import verify_structured_package
 
     policy = None
@@ -122,14 +123,12 @@ def check_package(path: Path, policy_file: Path | None, public_key_file: Path | 
         raise ValueError(f"--sha256 must be 64 hex digits, got {sha256[:80]!r}")
     document = read_package(path)
     with opening(path):
-        check_common(document)
-        verify_digest(document)
-        trust = authenticate(document, key, sha256, allow_unauthenticated=True) if key or sha256 else (
-            "not authenticated (no --public-key or --sha256): the hash proves integrity, not authorship")
-        if document["kind"] == "table":
+        if check_common(document) == "table":
             verification = verify_package(document)
         else:
             verification = verify_structured_package(document)
+        trust = authenticate(document, key, sha256, allow_unauthenticated=True) if key or sha256 else (
+            "not authenticated (no --public-key or --sha256): the hash proves integrity, not authorship")
     certified = verification.certified
     check = None
     if certified and policy is not None:
