@@ -240,7 +240,8 @@ def package_command(
             raise ValueError(f"{prior_file}: the prior must have {privacy.k} non-negative entries summing to 1")
     from designer.deploy.package import write_package
 
-    document = seal(certified_package(channel, privacy, bits, out, prior, prior_file.name if prior_file else "uniform"), key)
+    prior_name = "uniform" if prior_file is None else (prior_file.name if prior_file.name != "uniform" else "file uniform")
+    document = seal(certified_package(channel, privacy, bits, out, prior, prior_name), key)
     write_package(out, document)
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],

@@ -64,6 +64,9 @@ UTILITY_MEMBERS = (
 #: margin is a float summary (its last digits may differ between versions of the
 #: certifier); the verdict is decided exactly and independently of it.
 MARGIN_RTOL, MARGIN_ATOL = 1e-6, 1e-12
+#: Tolerances for the utility numbers: recomputed by the same float formulas from the
+#: package's own integers and text, so they agree to rounding noise.
+UTILITY_RTOL, UTILITY_ATOL = 1e-12, 1e-15
 
 
 @dataclass(frozen=True)
@@ -202,9 +205,10 @@ def verify_package(document: dict) -> PackageVerification:
     return PackageVerification(privacy, table, certificate, document["sha256"])
 
 
-def check_stored(name: str, stored: float, recomputed: float) -> None:
-    """:class:`PackageTampered` unless a stored number agrees with its recomputed value (relative 1e-6)."""
-    if not math.isclose(stored, recomputed, rel_tol=MARGIN_RTOL, abs_tol=MARGIN_ATOL) and stored != recomputed:
+def check_stored(name: str, stored: float, recomputed: float, rtol: float = MARGIN_RTOL,
+                 atol: float = MARGIN_ATOL) -> None:
+    """:class:`PackageTampered` unless a stored number agrees with its recomputed value (default relative 1e-6)."""
+    if not math.isclose(stored, recomputed, rel_tol=rtol, abs_tol=atol) and stored != recomputed:
         raise PackageTampered(f"the stored {name} {format_number(stored)} differs from the recomputed "
                               f"{format_number(recomputed)}")
 
@@ -218,11 +222,13 @@ def _check_utility_numbers(utility: dict, table: IntegerTable) -> None:
                               "(mixed rounding has a positive weight, the others 0)")
     if utility["prior"] == "uniform":
         recomputed = mutual_information(np.full(table.k, 1.0 / table.k), table.probabilities())
-        check_stored("utility.mutual_information_table", text_number(utility["mutual_information_table"]), recomputed)
+        check_stored("utility.mutual_information_table", text_number(utility["mutual_information_table"]), recomputed,
+                     UTILITY_RTOL, UTILITY_ATOL)
     channel, rounded = (text_number(utility[member]) for member in
                         ("mutual_information_channel", "mutual_information_table"))
     loss = 0.0 if channel == 0 else (channel - rounded) / channel
-    check_stored("utility.relative_utility_loss", text_number(utility["relative_utility_loss"]), loss)
+    check_stored("utility.relative_utility_loss", text_number(utility["relative_utility_loss"]), loss,
+                 UTILITY_RTOL, UTILITY_ATOL)
 
 
 # ------------------------------------------------------------------ helpers

@@ -300,13 +300,13 @@ def verify_high_low_package(document: dict) -> HadamardVerification:
 
 def _check_utility(stored: dict, recomputed: dict) -> None:
     """Every stored utility number must agree with the one recomputed from the parameters (PackageTampered)."""
-    from designer.deploy.package import check_stored, text_number
+    from designer.deploy.package import UTILITY_ATOL, UTILITY_RTOL, check_stored, text_number
 
     if stored["rounding"] != recomputed["rounding"]:
         raise PackageTampered(f"utility.rounding {stored['rounding']!r} is not {recomputed['rounding']!r}")
     for member, value in recomputed.items():
         if member != "rounding":
-            check_stored(f"utility.{member}", text_number(stored[member]), float(value))
+            check_stored(f"utility.{member}", text_number(stored[member]), float(value), UTILITY_RTOL, UTILITY_ATOL)
 
 
 def _level_and_coin(epsilon: str | float, bits: int) -> tuple[ExactEpsilon, int]:

@@ -32,6 +32,8 @@ log-ratio. Rounding:
    (galloping, then binary search) for the smallest whose directed rounding passes
    the float screen, then ``MIXING_BISECTION_STEPS`` bisection steps refine it.
 
+A channel that breaks E by more than :data:`CHANNEL_TOLERANCE` (1e-9 in log space, the
+float certifier's tolerance) is refused; within it, the rounding above absorbs the excess.
 Candidates are screened with the float certifier (a table violated by more than
 :data:`FLOAT_REJECT` in log space is discarded) and only the table finally kept is
 certified exactly, once; if that proof fails the search moves on (larger weights).
@@ -52,7 +54,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer.certify import Certificate, certify
+from designer.certify import FLOAT_TOLERANCE, Certificate, certify
 from designer.channel import Channel
 from designer.deploy.sampler import MAX_BITS, MIN_BITS  # table precisions accepted: 2^b units per row
 from designer.spec import PrivacyMatrix
@@ -66,6 +68,10 @@ MIXING_BISECTION_STEPS = 4
 #: A constraint is "at risk" when its log-slack is below this many times the rounding's
 #: worst relative change ``1/T[x,y] + 1/T[x',y]``.
 RISK_FACTOR = 2.0
+#: A channel breaking E by more than this (log space; the float certifier's tolerance, as in
+#: ``certify`` and ``design``) is refused; a smaller excess (a solver's noise) is repaired by
+#: directed rounding or mixing, and the table kept is certified exactly, with no tolerance.
+CHANNEL_TOLERANCE = FLOAT_TOLERANCE
 #: The float screen discards a table violated by more than this (log space).
 FLOAT_REJECT = 1e-12
 #: A pair is scanned for at-risk outputs when its float slack is within the rounding risk
@@ -480,13 +486,14 @@ def _certified(
 
 
 def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> np.ndarray:
-    """Refuse a channel that breaks E by more than any rounding could explain; return its float tight E."""
-    certificate = certify(channel, privacy, tolerance=1e-6)
+    """Refuse a channel that breaks E by more than :data:`CHANNEL_TOLERANCE`; return its float tight E."""
+    certificate = certify(channel, privacy, tolerance=CHANNEL_TOLERANCE)
     if not certificate.certified:
         violation = certificate.violations[0]
         raise TableRefused(
-            f"the channel is not E-LDP, so no table of it is: pair x={violation.x}, x'={violation.x_prime}, "
-            f"witness y={violation.y}: log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
+            f"the channel is not E-LDP (beyond the tolerance {CHANNEL_TOLERANCE:g} in log space), so no table of it "
+            f"is: pair x={violation.x}, x'={violation.x_prime}, witness y={violation.y}: log-ratio "
+            f"{violation.log_ratio:.10g} > E = {violation.allowed:.10g} (excess {violation.log_ratio - violation.allowed:.3g})"
         )
     return certificate.tight_epsilon
 
