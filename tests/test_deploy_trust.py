@@ -117,6 +117,7 @@ def test_verify_package_trust_options(signed, keys, tmp_path):
     assert ok.exit_code == 0, ok.output
     answer = json.loads(ok.stdout)
     assert answer["trust"].startswith("Ed25519 signature by") and answer["policy"]["met"] is True
+    assert answer["policy"]["policy_margin"] is None  # implied by the package's own certificate: E is no weaker
     assert invoke("verify-package", signed, "--sha256", document["sha256"]).exit_code == 0
     other = invoke("verify-package", signed, "--public-key", keys["other"]["public"])
     assert other.exit_code == 1 and "not by the trusted key" in other.output

@@ -5,10 +5,11 @@ policy ``P`` (k x k levels, the organisation's E) is met when, for every pair,
 
 * the package's level is at most the policy's, ``E[x, x'] <= P[x, x']``, compared exactly
   (:func:`level_exceeds`: rationals and ``log(r)`` levels, no rounding), and
-* the deployed channel is P-LDP (Definition 2, eq. 4 of context-aware-ldp.md): for a
-  table, ``table / 2^bits`` is certified against ``P`` in exact mode; for a structured
-  package it follows from its structural proof and the first point (a channel that is
-  E-LDP is E'-LDP for every ``E' >= E``).
+* the deployed channel is P-LDP (Definition 2, eq. 4 of context-aware-ldp.md). This follows
+  from the package's own certificate and the first point: a channel that is E-LDP is
+  E'-LDP for every ``E' >= E`` (each constraint ``Q[x,y] <= e^E[x,x'] Q[x',y]`` only
+  loosens). So the table is certified against ``P`` in exact mode only when some pair is
+  weaker, to say whether the table itself breaks the policy.
 
 A package whose E was weakened (say to ``inf``) with a matching table passes its own
 certificate but fails the first point.
@@ -39,8 +40,9 @@ class PolicyCheck:
 
     ``weaker`` lists up to :data:`SHOWN_PAIRS` pairs ``(x, x', package level, policy level)``
     where the package's E exceeds the policy (``n_weaker`` counts them all);
-    ``certificate`` is the exact certificate of a table against the policy (``None`` for
-    structured packages).
+    ``certificate`` is the exact certificate of a table against the policy when some pair is
+    weaker (``None`` otherwise, and for structured packages: P-LDP then follows from the
+    package's own certificate, see the module docstring).
     """
 
     weaker: tuple[tuple[int, int, str, str], ...]
@@ -126,8 +128,10 @@ def weaker_pairs(levels: np.ndarray, exact_levels, policy: PrivacyMatrix) -> tup
 def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
     """Check a package (already verified against its own E) against the policy ``policy``.
 
-    Table packages: the package's E against the policy, exactly, and ``table / 2^bits``
-    certified against the policy in exact mode. Structured packages: their E
+    The package must already be verified against its own E (its certificate is what makes
+    it P-LDP when its E is no weaker). Table packages: the package's E against the policy,
+    exactly, and, if some pair is weaker, ``table / 2^bits`` certified against the policy
+    in exact mode. Structured packages: their E
     (block: ``epsilon`` inside a block, ``inf`` across; high-low: ``epsilon`` on the rows
     of sensitive symbols, ``inf`` elsewhere) against the policy, exactly.
 
@@ -143,7 +147,7 @@ def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
         privacy, table = load_package(document)
         _check_size(privacy.k, policy)
         shown, count = weaker_pairs(privacy.epsilon, privacy.exact_levels, policy)
-        return PolicyCheck(tuple(shown), count, certify(table.channel(), policy, exact=True))
+        return PolicyCheck(tuple(shown), count, certify(table.channel(), policy, exact=True) if count else None)
     if kind == "block-hadamard":
         sizes = [int(size) for size in document["block_sizes"]]
         _check_size(sum(sizes), policy)

@@ -76,11 +76,14 @@ export function canonicalForm(value, top = true) {
   throw new PackageError(`unexpected value of type ${typeof value} in a package`);
 }
 
-/** Lower-case hex SHA-256 of the canonical form. */
-export async function packageDigest(document) {
-  const bytes = new TextEncoder().encode(canonicalForm(document));
+async function hexDigest(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** Lower-case hex SHA-256 of the canonical form. */
+export async function packageDigest(document) {
+  return hexDigest(new TextEncoder().encode(canonicalForm(document)));
 }
 
 function labels(document, member) {
@@ -146,12 +149,14 @@ async function fingerprint(key) {
 }
 
 /**
- * Check that a package (structure and hash already checked) is the one the caller trusts:
+ * Check that a package (structure and hash already checked; canonical = the UTF-8 bytes of its
+ * canonical form) is the one the caller trusts:
  * options.publicKey (base64 of the author's raw 32-byte Ed25519 key: the signature must verify),
  * options.sha256 (the pinned hash), or options.allowUnauthenticated === true (explicit opt-out).
  * Returns how it was authenticated; throws PackageUntrusted.
  */
-export async function authenticate(document, digest, { publicKey, sha256, allowUnauthenticated } = {}) {
+export async function authenticate(document, canonical, { publicKey, sha256, allowUnauthenticated } = {}) {
+  const digest = await hexDigest(canonical);
   const how = [];
   if (sha256 !== undefined && sha256 !== null) {
     if (digest !== String(sha256).trim().toLowerCase()) throw new PackageUntrusted(`SHA-256 ${digest} is not the pinned ${sha256}`);
@@ -165,7 +170,7 @@ export async function authenticate(document, digest, { publicKey, sha256, allowU
       throw new PackageUntrusted(`signed by the key ${await fingerprint(signer)}, not by the trusted key ${await fingerprint(trusted)}`);
     }
     const key = await crypto.subtle.importKey("raw", trusted, { name: "Ed25519" }, false, ["verify"]);
-    const valid = await crypto.subtle.verify({ name: "Ed25519" }, key, value, new TextEncoder().encode(canonicalForm(document)));
+    const valid = await crypto.subtle.verify({ name: "Ed25519" }, key, value, canonical);
     if (!valid) throw new PackageUntrusted("the Ed25519 signature does not match the content (forged, or changed after signing)");
     how.push(`Ed25519 signature by ${await fingerprint(trusted)}`);
   }
@@ -481,11 +486,12 @@ export async function loadPackage(source, options = {}) {
   }
   const [check, build] = KINDS[checkCommon(document)];
   const parsed = check(document);
-  const digest = await packageDigest(document);
+  const canonical = new TextEncoder().encode(canonicalForm(document));
+  const digest = await hexDigest(canonical);
   if (digest !== document.sha256) {
     throw new PackageTampered(`SHA-256 mismatch: the package says ${document.sha256} but its content hashes to ${digest}`);
   }
-  const trust = await authenticate(document, digest, options);
+  const trust = await authenticate(document, canonical, options);
   const mechanism = build(document, parsed);
   mechanism.trust = trust;
   return mechanism;
