@@ -50,6 +50,7 @@ from designer.deploy.sampler import (
     verify_digest,
 )
 from designer.deploy.table import DeployableChannel, IntegerTable
+from designer.exact import ExactEpsilon
 from designer.io.writing import format_number, write_files
 from designer.spec import PrivacyMatrix
 from designer.utility import mutual_information
@@ -171,10 +172,7 @@ def load_package(document: dict) -> tuple[PrivacyMatrix, IntegerTable]:
         raise PackageError(f"E must be {k} x {k} (one row and column per input)")
     if not all(isinstance(entry, str) for row in rows for entry in row):
         raise PackageError("E entries must be text (exact levels such as \"log(3)\", \"1/2\", \"inf\")")
-    try:
-        privacy = PrivacyMatrix(rows, inputs, "E of the package")
-    except ValueError as error:
-        raise PackageError(f"bad E in the package: {error}") from None
+    privacy = _package_privacy(rows, inputs)
     _check_certificate_fields(document["certificate"], k)
     _check_utility_fields(document["utility"])
     table = IntegerTable(tuple(tuple(row) for row in counts), document["bits"], tuple(inputs), tuple(document["outputs"]))
@@ -232,6 +230,28 @@ def _check_utility_numbers(utility: dict, table: IntegerTable) -> None:
 
 
 # ------------------------------------------------------------------ helpers
+def _package_privacy(rows: list[list[str]], inputs: list[str]) -> PrivacyMatrix:
+    """E from its text entries, each distinct text parsed once (a package's E has few distinct levels)."""
+    parsed: dict[str, ExactEpsilon] = {}
+    exact = np.empty((len(rows), len(rows)), dtype=object)
+    for x, row in enumerate(rows):
+        for x_prime, entry in enumerate(row):
+            level = parsed.get(entry)
+            if level is None:
+                try:
+                    level = parsed[entry] = ExactEpsilon.parse(entry)
+                except ValueError as error:
+                    raise PackageError(f"bad E in the package: E row {x}, column {x_prime}: value {entry[:40]!r}: "
+                                       f"{error}") from None
+            exact[x, x_prime] = level
+    floats = {entry: float(level) for entry, level in parsed.items()}
+    values = np.array([[floats[entry] for entry in row] for row in rows], dtype=float)
+    try:
+        return PrivacyMatrix(values, inputs, "E of the package", exact_epsilon=exact)
+    except ValueError as error:
+        raise PackageError(f"bad E in the package: {error}") from None
+
+
 def _certificate_fields(certificate: Certificate) -> dict:
     return {
         "verdict": certificate.verdict,
