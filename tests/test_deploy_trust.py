@@ -301,3 +301,13 @@ def test_sign_works_for_structured_packages(tmp_path, keys):
                      "--sign", tmp_path / "nokey")
     assert missing.exit_code == 2 and "cannot read the key" in missing.output and not (tmp_path / "x.json").exists()
     assert math.isfinite(float(document["certificate"]["margin"]))
+
+
+def test_design_package_is_signed_with_sign(tmp_path, keys):
+    package = tmp_path / "design.json"
+    result = invoke("design", "--E", POLICY, "--out", tmp_path / "Q.csv", "--package", package,
+                    "--sign", keys["author"]["private"])
+    assert result.exit_code == 0, result.output
+    ok = invoke("verify-package", package, "--public-key", keys["author"]["public"], "--E", POLICY)
+    assert ok.exit_code == 0 and "Ed25519 signature by" in ok.output
+    assert invoke("verify-package", package, "--public-key", keys["other"]["public"]).exit_code == 1
