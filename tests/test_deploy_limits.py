@@ -106,3 +106,26 @@ def test_package_refuses_a_channel_beyond_the_stated_tolerance(tmp_path):
         else:
             assert json.loads(result.stdout)["utility"]["rounding"] == "mixed"  # the excess is repaired, then proved
             assert invoke("verify-package", tmp_path / "mech.json").exit_code == 0
+
+
+def test_a_certifiable_64_bit_table_is_found():
+    """A tight channel whose 64-bit directed rounding asks both non-zero entries of a row to round up.
+
+    Above 53 bits the float at-risk test is noise; the 53-bit certified table times 2^11 is a
+    64-bit table of the same rational channel, so it must be returned, certified exactly.
+    """
+    from designer.certify import certify
+
+    rows = [[0, Fraction(279, 745), 0, Fraction(466, 745)], [Fraction(630, 1543), 0, Fraction(913, 1543), 0],
+            [0, Fraction(631, 1182), 0, Fraction(551, 1182)], [0, Fraction(75, 668), 0, Fraction(593, 668)]]
+    channel = Channel([[Fraction(value) for value in row] for row in rows])
+    levels = [["0" if x == y else (
+        "inf" if any(rows[x][j] and not rows[y][j] for j in range(4))
+        else f"log({max(Fraction(rows[x][j]) / rows[y][j] for j in range(4) if rows[x][j])})") for y in range(4)]
+        for x in range(4)]
+    privacy = PrivacyMatrix(levels)
+    assert certify(channel, privacy, exact=True).margin == 0  # tight on every finite pair
+    deployed = deployable_table(channel, privacy, 64)
+    assert deployed.table.bits == 64 and all(sum(row) == 2**64 for row in deployed.table.counts)
+    assert certify(deployed.table.channel(), privacy, exact=True).certified
+    assert float(deployed.loss.mixing_weight) < 1e-12 and deployed.loss.max_total_variation < 1e-12
