@@ -311,3 +311,20 @@ def test_design_package_is_signed_with_sign(tmp_path, keys):
     ok = invoke("verify-package", package, "--public-key", keys["author"]["public"], "--E", POLICY)
     assert ok.exit_code == 0 and "Ed25519 signature by" in ok.output
     assert invoke("verify-package", package, "--public-key", keys["other"]["public"]).exit_code == 1
+
+
+def test_sample_package_reverifies_a_structured_package_before_drawing(tmp_path):
+    from designer.deploy.structured import _prove_block, hadamard_utility
+
+    document = build_hadamard_package([3, 5], "1")
+    forged = dict(document, coin="1")  # S_x the unlikely half: ratio 2^32 - 1 > e
+    level = ExactEpsilon.parse("1")
+    forged["certificate"] = dict(forged["certificate"], proof=list(_prove_block([3, 5], level, 1, 32).proof))
+    forged["utility"] = hadamard_utility(level, 1, 32)
+    forged["sha256"] = package_digest(forged)
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(forged))
+    assert load_sampler(forged, allow_unauthenticated=True).coin == 1  # the client alone cannot tell
+    result = invoke("sample-package", path, "--input", "4", "--n", "10")
+    assert result.exit_code == 1 and "not sampled" in result.output and "same block" in result.output
+    assert result.stdout == ""

@@ -310,7 +310,8 @@ def _check_utility_fields(utility) -> None:
     try:
         weight = Fraction(utility["mixing_weight"])
     except (ValueError, ZeroDivisionError):
-        raise PackageError(f"utility.mixing_weight must be an exact fraction, got {utility['mixing_weight']!r}") from None
+        raise PackageError(f"utility.mixing_weight must be an exact fraction, got {utility['mixing_weight']!r}") \
+            from None
     if not 0 <= weight <= Fraction(1, 2):
         raise PackageError(f"utility.mixing_weight must be from 0 to 1/2, got {utility['mixing_weight']}")
     for member in UTILITY_MEMBERS[3:]:

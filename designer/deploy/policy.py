@@ -57,7 +57,8 @@ class PolicyCheck:
         """One line saying why the policy is not met (empty when it is)."""
         parts = []
         if self.n_weaker:
-            shown = "; ".join(f"E[{x}, {x_prime}] = {level} > policy {bound}" for x, x_prime, level, bound in self.weaker)
+            shown = "; ".join(f"E[{x}, {x_prime}] = {level} > policy {bound}"
+                              for x, x_prime, level, bound in self.weaker)
             parts.append(f"the package's E is weaker than the policy on {self.n_weaker} pair(s): {shown}")
         if self.certificate is not None and not self.certificate.certified:
             violation = self.certificate.violations[0]

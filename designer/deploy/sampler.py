@@ -1,4 +1,4 @@
-"""Exact sampler for a mechanism package, standard library only (``secrets``, ``json``, ``hashlib``, ``bisect``).
+"""Exact sampler for a mechanism package, standard library only (``secrets``, ``json``, ``hashlib``, ``base64``).
 
 This file is the Python client: copy it next to a package and use it with no
 other dependency::
@@ -409,7 +409,7 @@ class TableSampler:
 
     @classmethod
     def from_file(cls, path: str, **trust) -> "TableSampler":
-        """Read, check, authenticate (``public_key=``, ``sha256=``, see :func:`authenticate`) and load a package file."""
+        """Read, check, authenticate (``public_key=``, ``sha256=``: :func:`authenticate`) and load a package file."""
         with open(path, encoding="utf-8") as handle:
             return cls(parse_package(handle.read(MAX_PACKAGE_CHARACTERS + 1)), **trust)
 

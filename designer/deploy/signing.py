@@ -95,7 +95,7 @@ def _read_line(path: str | Path) -> str:
 
 
 def _create(path: Path, text: str, mode: int) -> None:
-    """Write ``text`` to a new file with ``mode`` from the start: a temporary file linked into place (never replacing)."""
+    """Write ``text`` to a new file with ``mode`` from the start: a temporary file linked into place (never over one)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)

@@ -1,7 +1,7 @@
 // ldp-client.mjs — exact sampler for ldp-designer mechanism packages (schema version 1,
 // kinds "table", "block-hadamard" and "high-low-hadamard").
 //
-// An ES module with no dependencies, for browsers and Node >= 19 (Web Crypto:
+// An ES module with no dependencies, for browsers and Node >= 20 (Web Crypto, Ed25519 included:
 // crypto.getRandomValues and crypto.subtle). Usage:
 //
 //   import { loadPackage } from "./ldp-client.mjs";
