@@ -278,11 +278,17 @@ def verify_package_command(
         )
         print_trust(checked, policy_file, console)
     if not certificate.certified:
-        violation = certificate.violations[0]
-        reject(
-            f"{path}: the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
-            f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
-        )
+        reject(f"{path}: {why_violated(verification)}")
+
+
+def why_violated(verification) -> str:
+    """One line naming the broken constraint (table) or the failed proof steps (structured package)."""
+    failed = getattr(verification, "failed", None)
+    if failed is not None:
+        return "; ".join(failed)
+    violation = verification.certificate.violations[0]
+    return (f"the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
+            f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}")
 
 
 def print_trust(checked: CheckedPackage, policy_file: Path | None, console: Console) -> None:
@@ -312,7 +318,7 @@ def _verify_structured(checked: CheckedPackage, path: Path, as_json: bool, extra
             console.print(escape(f"  {step}"))
         print_trust(checked, None, console)
     if not verification.certified:
-        reject(f"{path}: {'; '.join(verification.failed)}")
+        reject(f"{path}: {why_violated(verification)}")
 
 
 @guarded
@@ -405,8 +411,7 @@ def sample_package_command(
         raise ValueError(f"--n {n} is more than {MAX_SAMPLED} reports per run (about {n / 1e7:.0f} s of sampling)")
     checked = check_package(path, policy_file, public_key, sha256)
     if not checked.certified:
-        failed = getattr(checked.verification, "failed", ()) or ("the table is not E-LDP",)
-        reject(f"{path}: not sampled: {'; '.join(failed)}")
+        reject(f"{path}: not sampled: {why_violated(checked.verification)}")
     with opening(path):
         sampler = VectorisedSampler(checked.document, seed, allow_unauthenticated=True)  # checked just above
     try:
