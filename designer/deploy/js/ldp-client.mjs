@@ -15,7 +15,8 @@
 // "sha256" and "signature", keys sorted, no whitespace, non-ASCII characters (and DEL) escaped
 // as \uXXXX (lower-case hex, UTF-16 code units). Packages hold only strings,
 // arrays, objects and two small integers, so no number formatting is involved; a
-// number written with a fraction or an exponent (1.0, 32.0, 1e0) is refused, as in Python.
+// number written with a fraction or an exponent (1.0, 32.0, 1e0) is refused, as in Python (when
+// loadPackage is given the text: an object already parsed cannot tell 32.0 from 32).
 //
 // Trust: the hash proves integrity, not authorship. loadPackage needs one of
 // { publicKey } (the author's Ed25519 public key, base64 of 32 raw bytes: the package's
