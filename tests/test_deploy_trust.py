@@ -328,3 +328,16 @@ def test_sample_package_reverifies_a_structured_package_before_drawing(tmp_path)
     result = invoke("sample-package", path, "--input", "4", "--n", "10")
     assert result.exit_code == 1 and "not sampled" in result.output and "same block" in result.output
     assert result.stdout == ""
+
+
+def test_signed_packages_match_the_schema(signed, keys):
+    from jsonschema import Draft202012Validator
+
+    from designer.deploy.package import SCHEMA_PATH
+
+    validator = Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    validator.validate(json.loads(signed.read_text()))
+    validator.validate(sign_package(build_hadamard_package([3, 5], "1"), read_private_key(keys["author"]["private"])))
+    bad = json.loads(signed.read_text())
+    bad["inputs"][0] = "x" * 1001
+    assert not validator.is_valid(bad)
