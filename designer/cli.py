@@ -39,6 +39,7 @@ COMMANDS = {
     "sample-package": "deploy",
     "package-high-low": "deploy",
     "export-js": "deploy",
+    "keygen": "deploy",
     "audit": "audit",
     "sweep": "sweep",
     "estimate": "estimate",

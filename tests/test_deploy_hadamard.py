@@ -49,7 +49,7 @@ def test_coin_is_the_largest_integer_within_exp_epsilon(epsilon):
 
 def test_stdlib_sampler_realises_the_certified_channel():
     document = build_hadamard_package([3, 5], "1")
-    sampler = HadamardSampler(document)
+    sampler = HadamardSampler(document, sha256=document["sha256"])
     total, coin = 2**32, int(document["coin"])
     reference = BlockHadamardResponse([3, 5], 1.0).channel().matrix  # which outputs are in S_x
     for x in (1, 6):
@@ -65,7 +65,7 @@ def test_stdlib_sampler_realises_the_certified_channel():
 @pytest.mark.parametrize("seed", [None, 9])
 def test_vectorised_sampler_realises_the_certified_channel(seed):
     document = build_hadamard_package([3, 5, 1], "1", bits=40)
-    sampler = VectorisedSampler(document, seed=seed)
+    sampler = VectorisedSampler(document, seed=seed, sha256=document["sha256"])
     total, coin = 2**40, int(document["coin"])
     reference = BlockHadamardResponse([3, 5, 1], 1.0).channel().matrix
     inputs = np.repeat(np.arange(9), 150_000)
@@ -112,7 +112,7 @@ def test_tampered_forged_and_malformed_hadamard_packages(tmp_path):
     document = build_hadamard_package([3, 5], "1")
     edited = dict(document, coin=str(int(document["coin"]) + 1))
     with pytest.raises(PackageTampered):
-        HadamardSampler(edited)
+        HadamardSampler(edited, allow_unauthenticated=True)
     path = tmp_path / "hr.json"
     path.write_text(json.dumps(edited))
     assert runner.invoke(app, ["verify-package", str(path)]).exit_code == 1

@@ -71,15 +71,16 @@ def exact_certificate(document: dict):
 
 
 def forged(document: dict, **changes) -> dict:
-    """Changed thresholds with a consistent proof text and hash, as a forger would write them."""
-    from designer.deploy.structured import _prove_high_low
+    """Changed thresholds with a consistent proof text, utility and hash, as a forger would write them."""
+    from designer.deploy.structured import _prove_high_low, high_low_utility
     from designer.exact import ExactEpsilon
 
     edited = dict(document, **{key: str(value) for key, value in changes.items()})
     sensitive = [int(x) for x in edited["sensitive"]]
-    proof = _prove_high_low(int(edited["k"]), sensitive, ExactEpsilon.parse(edited["epsilon"]), int(edited["coin"]),
-                            int(edited["keep"]), edited["bits"]).proof
+    level, coin, keep = ExactEpsilon.parse(edited["epsilon"]), int(edited["coin"]), int(edited["keep"])
+    proof = _prove_high_low(int(edited["k"]), sensitive, level, coin, keep, edited["bits"]).proof
     edited["certificate"] = dict(edited["certificate"], proof=list(proof))
+    edited["utility"] = high_low_utility(level, coin, keep, edited["bits"], len(sensitive) < int(edited["k"]))
     edited["sha256"] = package_digest(edited)
     return edited
 
@@ -134,7 +135,7 @@ def package() -> dict:
 
 
 def test_stdlib_sampler_realises_the_deployed_channel(package):
-    sampler = HighLowHadamardSampler(package)
+    sampler = HighLowHadamardSampler(package, sha256=package["sha256"])
     rows = deployed_rows(package)
     for x in (4, 0, 11):  # sensitive, non-sensitive first and last
         check_fit(sampler.counts(x, 60_000), rows[x], 60_000)
@@ -143,7 +144,7 @@ def test_stdlib_sampler_realises_the_deployed_channel(package):
 def test_stdlib_client_file_samples_high_low_alone(tmp_path, package):
     (sampled,), modules = run_stdlib_client_alone(
         tmp_path, package, "hl.json",
-        "from sampler import load_sampler, parse_package\nm = load_sampler(parse_package(open('hl.json').read()))\n"
+        "from sampler import load_sampler, parse_package\nm = load_sampler(parse_package(open('hl.json').read()), allow_unauthenticated=True)\n"
         "print(type(m).__name__, sorted({m.sample(0) for _ in range(2000)}))",
     )
     assert sampled == "HighLowHadamardSampler [0, 1, 2, 3, 4, 5, 6, 7, 8]" and modules == "[]"  # [S] and own output 8
@@ -151,7 +152,7 @@ def test_stdlib_client_file_samples_high_low_alone(tmp_path, package):
 
 @pytest.mark.parametrize("seed", [None, 5])
 def test_vectorised_sampler_realises_the_deployed_channel(package, seed):
-    sampler = VectorisedSampler(package, seed=seed)
+    sampler = VectorisedSampler(package, seed=seed, sha256=package["sha256"])
     inputs = np.repeat(np.arange(K), 200_000)
     reports = sampler.sample(inputs)
     rows = deployed_rows(package)
@@ -168,11 +169,11 @@ def test_vectorised_look_up_tables_and_binary_search_agree(package, monkeypatch,
     from designer.deploy.structured import build_hadamard_package
 
     document = package if kind == "high-low-hadamard" else build_hadamard_package([3, 5, 1, 7], "1")
-    tabled = VectorisedSampler(document, seed=8)
+    tabled = VectorisedSampler(document, seed=8, allow_unauthenticated=True)
     inputs = np.random.default_rng(2).integers(0, tabled.k, size=50_000)
     expected = tabled.sample(inputs)
     monkeypatch.setattr(vectorised, "LOOKUP_SYMBOLS", 0)
-    searched = VectorisedSampler(document, seed=8)
+    searched = VectorisedSampler(document, seed=8, allow_unauthenticated=True)
     assert tabled._law._positions.table is not None and searched._law._positions.table is None
     assert np.array_equal(searched.sample(inputs), expected)
 
@@ -225,7 +226,7 @@ def test_cli_rejects_tampered_forged_and_malformed(tmp_path, package):
     assert tampered.exit_code == 1 and tampered.stderr.startswith("rejected: ") and "SHA-256" in tampered.stderr
     assert runner.invoke(app, ["sample-package", str(path), "--input", "0"]).exit_code == 1
     with pytest.raises(PackageTampered):
-        HighLowHadamardSampler(json.loads(path.read_text()))
+        HighLowHadamardSampler(json.loads(path.read_text()), allow_unauthenticated=True)
     total = 2**32
     path.write_text(json.dumps(forged(package, keep=int(package["keep"]) + total // 16)))
     violated = runner.invoke(app, ["verify-package", str(path)])
@@ -258,12 +259,12 @@ BROWSER_PAGE = """<!doctype html>
 import { loadPackage } from "./ldp-client.mjs";
 const out = {};
 try {
-  const mechanism = await loadPackage(await (await fetch("hl.json")).text());
+  const mechanism = await loadPackage(await (await fetch("hl.json")).text(), { allowUnauthenticated: true });
   out.kind = mechanism.kind;
   out.counts = {};
   for (const x of [4, 3]) out.counts[x] = mechanism.counts(x, %(draws)d);
 } catch (error) { out.error = error.constructor.name + ": " + error.message; }
-try { await loadPackage(await (await fetch("tampered.json")).text()); out.tampered = "accepted"; }
+try { await loadPackage(await (await fetch("tampered.json")).text(), { allowUnauthenticated: true }); out.tampered = "accepted"; }
 catch (error) { out.tampered = error.constructor.name; }
 document.getElementById("result").textContent = JSON.stringify(out);
 </script></body></html>

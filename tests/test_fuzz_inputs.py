@@ -61,6 +61,11 @@ SLOTS = [
     ("package channel", ["package", "--E", "{E}", "--channel", "FILE", "--out", "OUT"], "OUT", True),
     ("package prior", ["package", "--E", "{E}", "--channel", "{Q}", "--prior", "FILE", "--out", "OUT"], "OUT", True),
     ("verify-package", ["verify-package", "FILE"], None, False),
+    ("verify-package policy", ["verify-package", "{package}", "--E", "FILE"], None, True),
+    ("verify-package public key", ["verify-package", "{package}", "--public-key", "FILE"], None, False),
+    ("sample-package", ["sample-package", "FILE", "--input", "0", "--n", "5"], None, False),
+    ("sample-package policy", ["sample-package", "{package}", "--input", "0", "--n", "5", "--E", "FILE"], None, True),
+    ("package sign", ["package", "--E", "{E}", "--channel", "{Q}", "--out", "OUT", "--sign", "FILE"], "OUT", False),
     ("audit E", ["audit", "--E", "FILE", "--reports", "{reports}", "--seed", "0"], None, True),
     ("audit declared", ["audit", "--E", "{E}", "--reports", "{reports}", "--declared", "FILE", "--seed", "0"], None, True),
 ]
@@ -100,6 +105,9 @@ def good_files(tmp_path_factory) -> dict[str, str]:
         path = folder / f"{name}.csv"
         path.write_text(text)
         paths[name] = str(path)
+    paths["package"] = str(folder / "package.json")
+    code, _, stderr, _ = _run(["package", "--E", paths["E"], "--channel", paths["Q"], "--out", paths["package"]])
+    assert code == 0, stderr
     return paths
 
 

@@ -126,8 +126,8 @@ def deploy_example(console: Console) -> None:
             except PackageTampered as error:
                 message = str(error).split(":")[0]
             console.print(f"  tampered ({what}): [red]rejected[/] (exit 1): {escape(message)}")
-        counts = TableSampler(document).counts(0, 30_000)
-        bulk = VectorisedSampler(document).counts(0, 1_000_000)
+        counts = TableSampler(document, sha256=document["sha256"]).counts(0, 30_000)
+        bulk = VectorisedSampler(document, sha256=document["sha256"]).counts(0, 1_000_000)
         console.print(
             f"  sampled input 'no' exactly: secrets 30000 reports {counts}, ChaCha20 10^6 reports {bulk.tolist()} "
             f"(table: {int(document['table'][0][0]) / 2**32:.10f} / {int(document['table'][0][1]) / 2**32:.10f})"

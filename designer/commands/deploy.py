@@ -6,15 +6,19 @@ Exit codes:
 
 * ``package`` — 0 package written; 1 refused (the channel is not E-LDP, or no
   table at ``--bits`` certifies: one line on stderr, nothing written); 2 bad input.
-* ``verify-package`` — 0 certified (structure, SHA-256 and the exact re-certification
-  all pass); 1 rejected: SHA-256 mismatch (tampered), a table that is not E-LDP, or a
-  stored certificate that disagrees with the recomputed one; 2 bad input: unreadable,
+* ``verify-package`` — 0 certified (structure, SHA-256, the trust asked for with
+  ``--public-key`` / ``--sha256``, the exact re-certification and the policy ``--E`` all
+  pass); 1 rejected: SHA-256 mismatch (tampered), not signed by the trusted key or not the
+  pinned hash, a table that is not E-LDP, a stored certificate or utility number that
+  disagrees with the recomputed one, or a package weaker than the policy; 2 bad input: unreadable,
   malformed or truncated JSON, another format or schema version, a missing/unknown
   member, a table entry that is not a decimal integer, a row not summing to ``2^bits``,
   a bad E entry.
 * ``package-hadamard``, ``package-high-low`` — 0 written; 2 bad input.
-* ``sample-package`` — 0 sampled; 1 tampered; 2 bad input.
+* ``sample-package`` — 0 sampled; 1 rejected (every check of ``verify-package``, run
+  before any report is drawn); 2 bad input.
 * ``export-js`` — 0 written; 2 bad input (missing folder).
+* ``keygen`` — 0 written; 2 bad input (a key file that exists is never overwritten).
 
 Heavy modules (the certifier, numpy, randomgen) load inside the commands.
 """
@@ -22,6 +26,7 @@ Heavy modules (the certifier, numpy, randomgen) load inside the commands.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -32,6 +37,14 @@ from designer.commands import guarded, print_json
 
 REJECTED = 1
 JS_CLIENT = Path(__file__).resolve().parent.parent / "deploy" / "js" / "ldp-client.mjs"
+#: Above this many outputs in a symbol's support, sample-package lists only the outputs drawn.
+LISTED_SUPPORT = 1 << 16
+#: Most reports one sample-package run draws (memory stays bounded: reports are counted in chunks).
+MAX_SAMPLED = 10**9
+SIGN_HELP = "Sign the package with this Ed25519 private key (written by keygen)."
+POLICY_HELP = "The organisation's policy E (CSV, k x k): the package's E must be no weaker anywhere."
+PUBLIC_KEY_HELP = "Trust only a package signed by this Ed25519 public key (KEY.pub from keygen)."
+SHA256_HELP = "Trust only the package with this SHA-256 (64 hex digits, pinned)."
 
 
 def reject(message: str) -> None:
@@ -51,6 +64,81 @@ def opening(path: Path):
         reject(f"{path}: {error}")
     except PackageError as error:
         raise ValueError(f"{path}: {error}") from None
+
+
+def signing_key(path: Path | None):
+    """The Ed25519 private key of ``--sign`` (read before any work; ``None`` without ``--sign``)."""
+    if path is None:
+        return None
+    from designer.deploy.signing import read_private_key
+
+    return read_private_key(path)
+
+
+def seal(document: dict, key) -> dict:
+    """The package signed with ``key`` (from :func:`signing_key`), or unchanged when there is none."""
+    if key is None:
+        return document
+    from designer.deploy.signing import sign_package
+
+    return sign_package(document, key)
+
+
+@dataclass
+class CheckedPackage:
+    """What :func:`check_package` established: the verification, how the package was trusted, the policy check."""
+
+    document: dict
+    verification: object
+    certified: bool
+    trust: str
+    policy: object | None
+
+
+def check_package(path: Path, policy_file: Path | None, public_key_file: Path | None,
+                  sha256: str | None) -> CheckedPackage:
+    """Read a package and run every check of verify-package (see the module docstring for exit codes).
+
+    Order: the policy and key files are read first (bad input, exit 2); then the package's
+    structure (2), hash (1) and exact re-certification against its own E (a violation is
+    returned, ``certified`` False, for the caller to print; a stored number that differs
+    from the recomputed one exits 1), authentication by ``--public-key`` / ``--sha256`` (1),
+    and the policy (1).
+    """
+    from designer.deploy.package import read_package, verify_package
+    from designer.deploy.sampler import authenticate, check_common
+    from designer.deploy.structured import verify_structured_package
+
+    policy = None
+    if policy_file is not None:
+        from designer.io import read_privacy_matrix
+
+        policy = read_privacy_matrix(policy_file)
+    key = None
+    if public_key_file is not None:
+        from designer.deploy.signing import read_public_key
+
+        key = read_public_key(public_key_file)
+    if sha256 is not None and (len(sha256) != 64 or any(c not in "0123456789abcdefABCDEF" for c in sha256)):
+        raise ValueError(f"--sha256 must be 64 hex digits, got {sha256[:80]!r}")
+    document = read_package(path)
+    with opening(path):
+        if check_common(document) == "table":
+            verification = verify_package(document)
+        else:
+            verification = verify_structured_package(document)
+        trust = authenticate(document, key, sha256, allow_unauthenticated=True) if key or sha256 else (
+            "not authenticated (no --public-key or --sha256): the hash proves integrity, not authorship")
+    certified = verification.certified
+    check = None
+    if certified and policy is not None:
+        from designer.deploy.policy import check_policy
+
+        with opening(path):
+            check = check_policy(document, policy)
+        if not check.met:
+            reject(f"{path}: does not meet the policy {policy_file}: {check.failure()}")
+    return CheckedPackage(document, verification, certified, trust, check)
 
 
 def certified_package(channel, privacy, bits: int, out: Path, prior=None, prior_name: str = "uniform") -> dict:
@@ -114,6 +202,15 @@ def describe_package(document: dict, out: Path, console: Console) -> None:
         f"relative mutual-information loss {float(utility['relative_utility_loss']):.3g}"
     )
     console.print(f"  sha256 {document['sha256']}")
+    print_signature(document, console)
+
+
+def print_signature(document: dict, console: Console) -> None:
+    """One line naming the signing key, for a signed package."""
+    from designer.deploy.sampler import SIGNATURE, key_fingerprint, signature_bytes
+
+    if SIGNATURE in document:
+        console.print(f"  signed (Ed25519) by key {key_fingerprint(signature_bytes(document)[0])}")
 
 
 @guarded
@@ -123,6 +220,7 @@ def package_command(
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Each table row sums to 2^bits (8 to 64)."),
     prior_file: Path = typer.Option(None, "--prior", help="Prior for the utility loss (default uniform)."),
+    sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the package summary as one JSON object."),
 ) -> None:
     """Write a mechanism package: the channel as a certified integer table. Exit 0 written, 1 refused, 2 bad input."""
@@ -130,6 +228,7 @@ def package_command(
     from designer.io import read_channel, read_privacy_matrix, read_vector
 
     check_bits(bits)
+    key = signing_key(sign)
     privacy = read_privacy_matrix(e_file)
     channel = read_channel(channel_file)
     if channel.k != privacy.k:
@@ -141,7 +240,8 @@ def package_command(
             raise ValueError(f"{prior_file}: the prior must have {privacy.k} non-negative entries summing to 1")
     from designer.deploy.package import write_package
 
-    document = certified_package(channel, privacy, bits, out, prior, prior_file.name if prior_file else "uniform")
+    prior_name = "uniform" if prior_file is None else (prior_file.name if prior_file.name != "uniform" else "file uniform")
+    document = seal(certified_package(channel, privacy, bits, out, prior, prior_name), key)
     write_package(out, document)
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],
@@ -153,20 +253,21 @@ def package_command(
 @guarded
 def verify_package_command(
     path: Path = typer.Argument(..., help="The mechanism package (JSON)."),
+    policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
+    public_key: Path = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
+    sha256: str = typer.Option(None, "--sha256", help=SHA256_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Re-certify a package from scratch. Exit 0 certified, 1 tampered or violated, 2 bad input."""
-    from designer.deploy.package import read_package, verify_package
-
-    document = read_package(path)
-    if document.get("kind") in ("block-hadamard", "high-low-hadamard"):
-        _verify_structured(document, path, as_json)
+    """Re-certify a package from scratch. Exit 0 certified, 1 tampered, untrusted, violated or weaker than --E, 2 bad input."""
+    checked = check_package(path, policy_file, public_key, sha256)
+    extra = {"trust": checked.trust, "policy": None if checked.policy is None else checked.policy.to_dict()}
+    if checked.document["kind"] != "table":
+        _verify_structured(checked, path, as_json, extra)
         return
-    with opening(path):
-        verification = verify_package(document)
+    verification = checked.verification
     certificate = verification.certificate
     if as_json:
-        print_json({"path": str(path), "sha256": verification.digest, **certificate.to_dict()})
+        print_json({"path": str(path), "sha256": verification.digest, **certificate.to_dict(), **extra})
     else:
         console = Console()
         colour = "green" if certificate.certified else "red"
@@ -175,24 +276,36 @@ def verify_package_command(
             + escape(f"{path}: sha256 ok, {verification.table.k}-input {verification.table.bits}-bit table, ")
             + f"margin min(E - E_R) = {certificate.margin:.6g}"
         )
+        print_trust(checked, policy_file, console)
     if not certificate.certified:
-        violation = certificate.violations[0]
-        reject(
-            f"{path}: the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
-            f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
-        )
+        reject(f"{path}: {why_violated(verification)}")
 
 
-def _verify_structured(document: dict, path: Path, as_json: bool) -> None:
-    """verify-package for a block-hadamard or high-low-hadamard package: re-prove its structural privacy exactly."""
-    from designer.deploy.structured import verify_structured_package
+def why_violated(verification) -> str:
+    """One line naming the broken constraint (table) or the failed proof steps (structured package)."""
+    failed = getattr(verification, "failed", None)
+    if failed is not None:
+        return "; ".join(failed)
+    violation = verification.certificate.violations[0]
+    return (f"the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
+            f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}")
 
-    with opening(path):
-        verification = verify_structured_package(document)
+
+def print_trust(checked: CheckedPackage, policy_file: Path | None, console: Console) -> None:
+    """Lines saying how the package was trusted and whether it meets the policy."""
+    console.print(escape(f"  trust: {checked.trust}"))
+    if checked.policy is not None:
+        console.print(escape(f"  policy {policy_file}: met (the package's E is no weaker on any pair, compared "
+                             "exactly, so its certificate holds for the policy too)"))
+
+
+def _verify_structured(checked: CheckedPackage, path: Path, as_json: bool, extra: dict) -> None:
+    """verify-package for a block-hadamard or high-low-hadamard package: its structural privacy, re-proved exactly."""
+    document, verification = checked.document, checked.verification
     verdict = "certified" if verification.certified else "violated"
     if as_json:
         print_json({"path": str(path), "sha256": document["sha256"], "verdict": verdict, "mode": "exact",
-                    "margin": verification.margin, "proof": list(verification.proof)})
+                    "margin": verification.margin, "proof": list(verification.proof), **extra})
     else:
         console = Console()
         colour = "green" if verification.certified else "red"
@@ -203,8 +316,9 @@ def _verify_structured(document: dict, path: Path, as_json: bool) -> None:
         )
         for step in verification.proof:
             console.print(escape(f"  {step}"))
+        print_trust(checked, None, console)
     if not verification.certified:
-        reject(f"{path}: {'; '.join(verification.failed)}")
+        reject(f"{path}: {why_violated(verification)}")
 
 
 @guarded
@@ -215,21 +329,18 @@ def package_hadamard_command(
     epsilon: str = typer.Option(..., "--eps", help="Level inside a block, exact text (log(3), 1, 1/2)."),
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Precision of the coin: T / 2^bits (8 to 64)."),
+    sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
 ) -> None:
     """Package block Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.package import write_package
-    from designer.deploy.structured import build_hadamard_package
+    from designer.deploy.structured import build_hadamard_package, parse_block_sizes
 
-    sizes = []
-    for item in block_sizes.split(","):
-        size, _, count = item.strip().partition("*")
-        try:
-            sizes.extend([int(size)] * (int(count) if count else 1))
-        except ValueError:
-            raise ValueError(f"--block-sizes: {item.strip()!r} is not SIZE or SIZE*COUNT") from None
-    if len(sizes) > 1 << 20:
-        raise ValueError(f"--block-sizes: {len(sizes)} blocks is too many (at most 2^20)")
-    document = build_hadamard_package(sizes, epsilon, bits)
+    key = signing_key(sign)
+    try:
+        sizes = parse_block_sizes(block_sizes)
+    except ValueError as error:
+        raise ValueError(f"--block-sizes: {error}") from None
+    document = seal(build_hadamard_package(sizes, epsilon, bits), key)
     write_package(out, document)
     utility = document["utility"]
     Console().print(escape(
@@ -238,6 +349,7 @@ def package_hadamard_command(
         f"{float(utility['relative_coin_change']):.3g}), certified exactly (margin {document['certificate']['margin']})"
     ))
     Console().print(f"  sha256 {document['sha256']}")
+    print_signature(document, Console())
 
 
 @guarded
@@ -251,16 +363,18 @@ def package_high_low_command(
     ),
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Precision of the coin and keep thresholds: T / 2^bits (8 to 64)."),
+    sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
 ) -> None:
     """Package high-low Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.package import write_package
     from designer.deploy.structured import build_high_low_package, parse_symbols
 
+    key = signing_key(sign)
     try:
         symbols = parse_symbols(sensitive)
     except ValueError as error:
         raise ValueError(f"--sensitive: {error}") from None
-    document = build_high_low_package(k, symbols, epsilon, bits)
+    document = seal(build_high_low_package(k, symbols, epsilon, bits), key)
     write_package(out, document)
     utility = document["utility"]
     Console().print(escape(
@@ -270,6 +384,7 @@ def package_high_low_command(
         f"(margin {document['certificate']['margin']})"
     ))
     Console().print(f"  sha256 {document['sha256']}")
+    print_signature(document, Console())
 
 
 @guarded
@@ -280,32 +395,48 @@ def sample_package_command(
     seed: int = typer.Option(
         None, "--seed", help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
     ),
+    policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
+    public_key: Path = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
+    sha256: str = typer.Option(None, "--sha256", help=SHA256_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Draw n reports exactly from a package and print their counts. Exit 0, 1 tampered, 2 bad input."""
+    """Re-verify a package, then draw n reports exactly and print their counts. Exit 0, 1 rejected, 2 bad input."""
     import numpy as np
 
-    from designer.deploy.package import read_package
     from designer.deploy.vectorised import VectorisedSampler
 
     if n < 1:
         raise ValueError(f"--n must be >= 1, got {n}")
-    document = read_package(path)
+    if n > MAX_SAMPLED:
+        raise ValueError(f"--n {n} is more than {MAX_SAMPLED} reports per run (about {n / 1e7:.0f} s of sampling)")
+    checked = check_package(path, policy_file, public_key, sha256)
+    if not checked.certified:
+        reject(f"{path}: not sampled: {why_violated(checked.verification)}")
     with opening(path):
-        sampler = VectorisedSampler(document, seed)
+        sampler = VectorisedSampler(checked.document, seed, allow_unauthenticated=True)  # checked just above
     try:
         x = sampler.input_index(input_label)
     except ValueError as error:
         raise ValueError(f"--input: {error}") from None
-    support = sampler.support(x)
-    counts = sampler.counts(x, n)[support].tolist()
+    size = sampler.support_size(x)
+    outputs, drawn = sampler.drawn_counts(x, n)
+    if size <= LISTED_SUPPORT:
+        support = sampler.support(x)
+        found = dict(zip(outputs.tolist(), drawn.tolist()))
+        counts = [found.get(y, 0) for y in support.tolist()]
+    else:
+        support, counts = outputs, drawn.tolist()
     labels = [sampler.output_label(int(y)) for y in support]
     if as_json:
-        print_json({"input": input_label, "n": n, "generator": sampler.generator_name,
-                    "counts": dict(zip(labels, counts))})
+        print_json({"input": input_label, "n": n, "generator": sampler.generator_name, "trust": checked.trust,
+                    "support": size, "counts": dict(zip(labels, counts))})
         return
     console = Console()
     console.print(escape(f"{n} reports for input {input_label!r} from {path}; generator: {sampler.generator_name}"))
+    console.print(escape(f"  re-verified from scratch; trust: {checked.trust}"
+                         + (f"; policy {policy_file} met" if checked.policy is not None else "")))
+    if size > LISTED_SUPPORT:
+        console.print(f"  the input can report {size} outputs; the {len(labels)} drawn are listed")
     if sampler.kind == "table":
         for label, count in zip(labels, counts):
             console.print(escape(f"  {label}: {count}"))
@@ -315,6 +446,29 @@ def sample_package_command(
         first, last = int(support[run[0]]), int(support[run[-1]])
         shown = f"outputs {first}..{last}" if last > first else f"output {first}"
         console.print(escape(f"  {shown}: {[counts[i] for i in run]}"))
+
+
+@guarded
+def keygen_command(
+    out: Path = typer.Option(..., "--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Create an Ed25519 key pair for signing packages (never overwrites a key). Exit 0 written, 2 bad input."""
+    import base64
+
+    from designer.deploy.sampler import key_fingerprint
+    from designer.deploy.signing import generate_key_files
+
+    private_path, public_path, public = generate_key_files(out)
+    encoded = base64.b64encode(public).decode("ascii")
+    if as_json:
+        print_json({"private_key": str(private_path), "public_key": str(public_path), "public_key_base64": encoded,
+                    "fingerprint": key_fingerprint(public)})
+        return
+    console = Console()
+    console.print(escape(f"private key {private_path} (mode 0600: keep it secret; package --sign {private_path})"))
+    console.print(escape(f"public key  {public_path}: {encoded} (fingerprint {key_fingerprint(public)}; give it "
+                         f"to the clients: verify-package --public-key {public_path})"))
 
 
 @guarded
@@ -339,3 +493,4 @@ def register(app: typer.Typer) -> None:
     app.command("verify-package")(verify_package_command)
     app.command("sample-package")(sample_package_command)
     app.command("export-js")(export_js_command)
+    app.command("keygen")(keygen_command)

@@ -83,6 +83,7 @@ def design_command(
     package: Path = typer.Option(
         None, "--package", help="Also write a mechanism package (exactly certified 32-bit table, see package)."
     ),
+    sign: Path = typer.Option(None, "--sign", help="Sign the --package with this Ed25519 private key (keygen)."),
 ) -> None:
     """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
     import numpy as np
@@ -94,6 +95,9 @@ def design_command(
     if utility not in UTILITY_CHOICES:
         fail(f"--utility must be one of {', '.join(UTILITY_CHOICES)}, got {utility!r}")
     check_destinations([path for path in (out, summary_file, package) if path is not None])
+    from designer.commands.deploy import signing_key
+
+    key = signing_key(sign)
     privacy = read_privacy_matrix(e_file)
     prior = _read_distribution(prior_file, "prior", privacy)
     try:
@@ -117,9 +121,9 @@ def design_command(
         raise typer.Exit(NOT_CERTIFIED)
     document = None
     if package is not None:
-        from designer.commands.deploy import certified_package
+        from designer.commands.deploy import certified_package, seal
 
-        document = certified_package(result.channel, privacy, 32, package, prior)
+        document = seal(certified_package(result.channel, privacy, 32, package, prior), key)
     result.save(out, summary_file)
     if document is not None:
         from designer.deploy.package import write_package

@@ -223,6 +223,7 @@ def robust_command(
     package: Path = typer.Option(
         None, "--package", help="Also write a mechanism package (32-bit table, RLDP re-certified; see package)."
     ),
+    sign: Path = typer.Option(None, "--sign", help="Sign the --package with this Ed25519 private key (keygen)."),
     method: PolyOptMethod = typer.Option(
         PolyOptMethod.auto, "--method",
         help="PolyOpt only: enumerate every vertex (auto: when |S||U| <= 9) or generate columns.",
@@ -248,6 +249,9 @@ def robust_command(
     start = time.perf_counter()
     _check_design_options(epsilon, protocol, method, verify, max_seconds)
     check_destinations([path for path in (out, package) if path is not None])  # before any work
+    from designer.commands.deploy import signing_key
+
+    key = signing_key(sign)
     design = designers()[protocol.value]
     if protocol is Protocol.polyopt:
         design = functools.partial(design, method=method.value)
@@ -273,9 +277,9 @@ def robust_command(
         raise ValueError(f"{protocol.value} could not be {step} for {data}: {error}") from None
     document = None
     if package is not None and certificate.verdict == "certified":
-        from designer.commands.deploy import robust_package
+        from designer.commands.deploy import robust_package, seal
 
-        document = robust_package(designed.channel, confidence, epsilon, package)
+        document = seal(robust_package(designed.channel, confidence, epsilon, package), key)
     write_matrix_csv(out, designed.channel.matrix)
     if document is not None:
         from designer.deploy.package import write_package

@@ -7,6 +7,8 @@
 * :mod:`designer.deploy.structured` — block Hadamard response and high-low Hadamard response
   packaged by their parameters, integer thresholds and exact structural proofs (too large to
   tabulate at k = 43,750 or k = 100,000);
+* :mod:`designer.deploy.signing` — Ed25519 key files and package signatures (``cryptography``);
+* :mod:`designer.deploy.policy` — a package's E against the organisation's policy E, compared exactly;
 * :mod:`designer.deploy.sampler` — the standard-library client (``secrets``): one uniform integer
   in ``[0, 2^b)`` compared with integer thresholds, so ``P(Y = y | X = x)`` is the table entry exactly;
 * :mod:`designer.deploy.vectorised` — the bulk client (ChaCha20 from ``randomgen``, same comparison);

@@ -14,9 +14,17 @@ this module checks it by hand, no dependency). Version 1 members:
 * ``utility`` — the rounding loss (:class:`designer.deploy.table.RoundingLoss`), numbers as text;
 * ``sha256`` — hex SHA-256 of the canonical form (:func:`designer.deploy.sampler.canonical_bytes`).
 
+* ``signature`` (optional) — Ed25519 over the canonical form (:mod:`designer.deploy.signing`).
+
 The hash detects any change to the file; it is not a signature (anyone can
 re-hash an edited file), which is why :func:`verify_package` re-certifies the
-table against the package's E from scratch.
+table against the package's E from scratch, and recomputes every stored number the
+package determines: the certificate's margin and ``tight_E``, the mixing weight's
+agreement with the rounding method, ``mutual_information_table`` (under the uniform
+prior) and ``relative_utility_loss`` from the two mutual informations. The numbers about
+the channel before rounding (``max_total_variation``, ``max_relative_change``,
+``mutual_information_channel``) describe a channel the package does not hold: only a
+signature vouches for them.
 """
 
 from __future__ import annotations
@@ -24,11 +32,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+
+import numpy as np
 
 from designer.certify import Certificate, certify
 from designer.deploy.sampler import (
     FORMAT,
+    MAX_PACKAGE_CHARACTERS,
     SCHEMA_VERSION,
     PackageError,
     PackageTampered,
@@ -38,8 +50,10 @@ from designer.deploy.sampler import (
     verify_digest,
 )
 from designer.deploy.table import DeployableChannel, IntegerTable
+from designer.exact import ExactEpsilon
 from designer.io.writing import format_number, write_files
 from designer.spec import PrivacyMatrix
+from designer.utility import mutual_information
 
 SCHEMA_PATH = Path(__file__).with_name("mechanism-package.schema.json")
 #: Members of ``utility``, in the order they are written.
@@ -51,6 +65,9 @@ UTILITY_MEMBERS = (
 #: margin is a float summary (its last digits may differ between versions of the
 #: certifier); the verdict is decided exactly and independently of it.
 MARGIN_RTOL, MARGIN_ATOL = 1e-6, 1e-12
+#: Tolerances for the utility numbers: recomputed by the same float formulas from the
+#: package's own integers and text, so they agree to rounding noise.
+UTILITY_RTOL, UTILITY_ATOL = 1e-12, 1e-15
 
 
 @dataclass(frozen=True)
@@ -126,7 +143,9 @@ def read_package(path: str | Path) -> dict:
     """Read and parse a package file; :class:`PackageError` (one line) if unreadable or not JSON."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(4 * MAX_PACKAGE_CHARACTERS + 1)
+        text = raw.decode("utf-8")
     except OSError as error:
         raise PackageError(f"{path}: cannot read the package ({error.__class__.__name__}: {error.strerror or error})") from None
     except UnicodeDecodeError:
@@ -153,10 +172,7 @@ def load_package(document: dict) -> tuple[PrivacyMatrix, IntegerTable]:
         raise PackageError(f"E must be {k} x {k} (one row and column per input)")
     if not all(isinstance(entry, str) for row in rows for entry in row):
         raise PackageError("E entries must be text (exact levels such as \"log(3)\", \"1/2\", \"inf\")")
-    try:
-        privacy = PrivacyMatrix(rows, inputs, "E of the package")
-    except ValueError as error:
-        raise PackageError(f"bad E in the package: {error}") from None
+    privacy = _package_privacy(rows, inputs)
     _check_certificate_fields(document["certificate"], k)
     _check_utility_fields(document["utility"])
     table = IntegerTable(tuple(tuple(row) for row in counts), document["bits"], tuple(inputs), tuple(document["outputs"]))
@@ -175,16 +191,67 @@ def verify_package(document: dict) -> PackageVerification:
     verify_digest(document)
     certificate = certify(table.channel(), privacy, exact=True)
     if certificate.certified:
-        stored = _text_number(document["certificate"]["margin"])
-        if not math.isclose(stored, certificate.margin, rel_tol=MARGIN_RTOL, abs_tol=MARGIN_ATOL):
-            raise PackageTampered(
-                f"the stored certificate margin {document['certificate']['margin']} differs from the recomputed "
-                f"{format_number(certificate.margin)}"
-            )
+        stored = text_number(document["certificate"]["margin"])
+        check_stored("certificate.margin", stored, certificate.margin)
+        tight = np.array([[text_number(entry) for entry in row] for row in document["certificate"]["tight_E"]])
+        recomputed = certificate.tight_epsilon
+        differs = ~np.isclose(tight, recomputed, rtol=MARGIN_RTOL, atol=MARGIN_ATOL)
+        if differs.any():
+            x, x_prime = (int(i) for i in np.argwhere(differs)[0])
+            check_stored(f"certificate.tight_E[{x}][{x_prime}]", tight[x, x_prime], recomputed[x, x_prime])
+        _check_utility_numbers(document["utility"], table)
     return PackageVerification(privacy, table, certificate, document["sha256"])
 
 
+def check_stored(name: str, stored: float, recomputed: float, rtol: float = MARGIN_RTOL,
+                 atol: float = MARGIN_ATOL) -> None:
+    """:class:`PackageTampered` unless a stored number agrees with its recomputed value (default relative 1e-6)."""
+    if not math.isclose(stored, recomputed, rel_tol=rtol, abs_tol=atol) and stored != recomputed:
+        raise PackageTampered(f"the stored {name} {format_number(stored)} differs from the recomputed "
+                              f"{format_number(recomputed)}")
+
+
+def _check_utility_numbers(utility: dict, table: IntegerTable) -> None:
+    """Recompute what the package determines: the mixing weight's range, ``mutual_information_table``
+    (uniform prior) and ``relative_utility_loss`` (:class:`PackageTampered` on a mismatch)."""
+    weight = utility["mixing_weight"]
+    if (Fraction(weight) == 0) != (utility["rounding"] != "mixed"):
+        raise PackageTampered(f"utility.mixing_weight {weight} does not fit utility.rounding {utility['rounding']} "
+                              "(mixed rounding has a positive weight, the others 0)")
+    if utility["prior"] == "uniform":
+        recomputed = mutual_information(np.full(table.k, 1.0 / table.k), table.probabilities())
+        check_stored("utility.mutual_information_table", text_number(utility["mutual_information_table"]), recomputed,
+                     UTILITY_RTOL, UTILITY_ATOL)
+    channel, rounded = (text_number(utility[member]) for member in
+                        ("mutual_information_channel", "mutual_information_table"))
+    loss = 0.0 if channel == 0 else (channel - rounded) / channel
+    check_stored("utility.relative_utility_loss", text_number(utility["relative_utility_loss"]), loss,
+                 UTILITY_RTOL, UTILITY_ATOL)
+
+
 # ------------------------------------------------------------------ helpers
+def _package_privacy(rows: list[list[str]], inputs: list[str]) -> PrivacyMatrix:
+    """E from its text entries, each distinct text parsed once (a package's E has few distinct levels)."""
+    parsed: dict[str, ExactEpsilon] = {}
+    exact = np.empty((len(rows), len(rows)), dtype=object)
+    for x, row in enumerate(rows):
+        for x_prime, entry in enumerate(row):
+            level = parsed.get(entry)
+            if level is None:
+                try:
+                    level = parsed[entry] = ExactEpsilon.parse(entry)
+                except ValueError as error:
+                    raise PackageError(f"bad E in the package: E row {x}, column {x_prime}: value {entry[:40]!r}: "
+                                       f"{error}") from None
+            exact[x, x_prime] = level
+    floats = {entry: float(level) for entry, level in parsed.items()}
+    values = np.array([[floats[entry] for entry in row] for row in rows], dtype=float)
+    try:
+        return PrivacyMatrix(values, inputs, "E of the package", exact_epsilon=exact)
+    except ValueError as error:
+        raise PackageError(f"bad E in the package: {error}") from None
+
+
 def _certificate_fields(certificate: Certificate) -> dict:
     return {
         "verdict": certificate.verdict,
@@ -206,7 +273,8 @@ def _rows_text(value, indent: str = "  ") -> str:
     return "[\n" + ",\n".join(f"{inner_indent}{json.dumps(row)}" for row in value) + f"\n{indent}]"
 
 
-def _text_number(text) -> float:
+def text_number(text) -> float:
+    """A finite or infinite number written as text (``PackageError`` for anything else, NaN included)."""
     if not isinstance(text, str):
         raise PackageError(f"expected a number written as text, got {text!r}")
     try:
@@ -223,13 +291,13 @@ def _check_certificate_fields(certificate, k: int) -> None:
         raise PackageError("certificate must have exactly the members verdict, mode, margin, tight_E")
     if certificate["verdict"] != "certified" or certificate["mode"] != "exact":
         raise PackageError("a package holds only tables certified in exact mode (verdict certified, mode exact)")
-    _text_number(certificate["margin"])
+    text_number(certificate["margin"])
     tight = certificate["tight_E"]
     if not isinstance(tight, list) or len(tight) != k or not all(isinstance(row, list) and len(row) == k for row in tight):
         raise PackageError(f"certificate.tight_E must be {k} x {k}")
     for row in tight:
         for entry in row:
-            _text_number(entry)
+            text_number(entry)
 
 
 def _check_utility_fields(utility) -> None:
@@ -239,5 +307,12 @@ def _check_utility_fields(utility) -> None:
         raise PackageError(f"utility.rounding must be nearest, directed or mixed, got {utility['rounding']!r}")
     if not all(isinstance(utility[member], str) for member in UTILITY_MEMBERS):
         raise PackageError("utility members must be text")
+    try:
+        weight = Fraction(utility["mixing_weight"])
+    except (ValueError, ZeroDivisionError):
+        raise PackageError(f"utility.mixing_weight must be an exact fraction, got {utility['mixing_weight']!r}") \
+            from None
+    if not 0 <= weight <= Fraction(1, 2):
+        raise PackageError(f"utility.mixing_weight must be from 0 to 1/2, got {utility['mixing_weight']}")
     for member in UTILITY_MEMBERS[3:]:
-        _text_number(utility[member])
+        text_number(utility[member])

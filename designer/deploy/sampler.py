@@ -1,4 +1,4 @@
-"""Exact sampler for a mechanism package, standard library only (``secrets``, ``json``, ``hashlib``, ``bisect``).
+"""Exact sampler for a mechanism package, standard library only (``secrets``, ``json``, ``hashlib``, ``base64``).
 
 This file is the Python client: copy it next to a package and use it with no
 other dependency::
@@ -26,11 +26,29 @@ whitespace (separators ``,`` and ``:``), every non-ASCII character (and DEL)
 escaped as ``\\uXXXX`` with lower-case hex (UTF-16 code units), encoded as
 ASCII. Packages hold only strings, lists, objects and small integers
 (``schema_version``, ``bits``), so no number formatting is involved and the
-JavaScript client reproduces the same bytes.
+JavaScript client reproduces the same bytes. A number written with a fraction or an
+exponent (``1.0``, ``32.0``, ``1e0``) is refused, here and in the JavaScript client.
+The optional ``signature`` member is left out of the canonical form too: the hash
+and the signature cover the same bytes.
+
+Trust (:func:`authenticate`): the hash alone proves integrity, not authorship (anyone can
+re-hash an edited file). Every sampler therefore needs one of
+
+* ``public_key=`` — the author's Ed25519 public key (raw 32 bytes, base64); the package
+  must carry an Ed25519 signature by that key over the canonical form. Only this path
+  imports a non-standard module (``cryptography``), lazily;
+* ``sha256=`` — the pinned SHA-256 of the exact package the caller trusts (standard
+  library only);
+* ``allow_unauthenticated=True`` — the caller's explicit opt-out (for packages it has
+  just built or re-certified itself).
+
+Anything else raises :class:`PackageUntrusted`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import hashlib
 import json
@@ -46,8 +64,19 @@ MEMBERS = {
     "block-hadamard": _COMMON + ("block_sizes", "epsilon", "coin"),
     "high-low-hadamard": _COMMON + ("k", "sensitive", "epsilon", "coin", "keep"),
 }
+#: The optional member holding the author's Ed25519 signature (any kind).
+SIGNATURE = "signature"
+SIGNATURE_ALGORITHM = "Ed25519"
 #: Symbols (block sizes, k) are below 2^31, so Hadamard rows and columns fit in 32 bits.
 MAX_SYMBOLS = 1 << 31
+#: Most blocks of a block-hadamard package and most sensitive symbols of a high-low one:
+#: building, proving and reading a package stay within seconds.
+MAX_BLOCKS = 1 << 20
+MAX_LISTED_SYMBOLS = 1 << 20
+#: Longest input or output label (characters), and largest package text (characters):
+#: checked before anything is built from them.
+MAX_LABEL_LENGTH = 1000
+MAX_PACKAGE_CHARACTERS = 1 << 28
 KINDS = tuple(MEMBERS)
 
 
@@ -59,9 +88,14 @@ class PackageTampered(PackageError):
     """The document's SHA-256 does not match its canonical form (exit code 1)."""
 
 
+class PackageUntrusted(PackageTampered):
+    """Not authenticated (exit code 1): no trusted key or pin, a hash other than the pinned one,
+    a missing signature, or a signature that is not the trusted key's over this content."""
+
+
 def canonical_bytes(document: dict) -> bytes:
-    """The bytes the package hash covers (see the module docstring)."""
-    body = {key: value for key, value in document.items() if key != "sha256"}
+    """The bytes the package hash and signature cover (see the module docstring)."""
+    body = {key: value for key, value in document.items() if key not in ("sha256", SIGNATURE)}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
@@ -71,12 +105,19 @@ def package_digest(document: dict) -> str:
 
 
 def parse_package(text: str) -> dict:
-    """Parse package text (strict JSON: no NaN/Infinity); raise :class:`PackageError` with one line."""
+    """Parse package text (strict JSON: no NaN/Infinity, no number with a fraction or an exponent,
+    at most :data:`MAX_PACKAGE_CHARACTERS`); raise :class:`PackageError` with one line."""
     def reject(constant: str):
         raise PackageError(f"the package holds {constant}, which is not JSON")
 
+    def reject_float(number: str):
+        raise PackageError(f"the package holds the number {number[:40]}: numbers must be integers written without "
+                           "a fraction or an exponent (schema_version 1, bits 32)")
+
+    if len(text) > MAX_PACKAGE_CHARACTERS:
+        raise PackageError(f"the package has {len(text)} characters, more than the limit {MAX_PACKAGE_CHARACTERS}")
     try:
-        document = json.loads(text, parse_constant=reject)
+        document = json.loads(text, parse_constant=reject, parse_float=reject_float)
     except json.JSONDecodeError as error:
         raise PackageError(f"not valid JSON (truncated or malformed): {error.msg} at line {error.lineno}, column {error.colno}") from None
     except RecursionError:
@@ -91,22 +132,132 @@ def check_common(document: dict) -> str:
     if document.get("format") != FORMAT:
         raise PackageError(f"not an ldp-designer mechanism package (format {document.get('format')!r}, expected {FORMAT!r})")
     version = document.get("schema_version")
-    if version != SCHEMA_VERSION or isinstance(version, bool):
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise PackageError(f"unsupported schema_version {version!r}: this client reads version {SCHEMA_VERSION}")
     kind = document.get("kind")
     if kind not in KINDS:
         raise PackageError(f"unknown package kind {kind!r} (this client samples {', '.join(KINDS)})")
     missing = [member for member in MEMBERS[kind] if member not in document]
-    unknown = sorted(set(document) - set(MEMBERS[kind]))
+    unknown = sorted(set(document) - set(MEMBERS[kind]) - {SIGNATURE})
     if missing or unknown:
         raise PackageError(f"package members: missing {missing}, unknown {unknown}")
     bits = document["bits"]
-    if isinstance(bits, bool) or not isinstance(bits, int) or not MIN_BITS <= bits <= MAX_BITS:
+    if type(bits) is not int or not MIN_BITS <= bits <= MAX_BITS:
         raise PackageError(f"bits must be an integer from {MIN_BITS} to {MAX_BITS}, got {bits!r}")
     sha = document["sha256"]
     if not isinstance(sha, str) or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
         raise PackageError("sha256 must be 64 lower-case hex digits")
+    if SIGNATURE in document:
+        signature_bytes(document)
     return kind
+
+
+def signature_bytes(document: dict) -> tuple[bytes, bytes]:
+    """The signer's public key (32 bytes) and the signature (64 bytes) of a signed package.
+
+    ``signature`` = ``{"algorithm": "Ed25519", "public_key": base64, "value": base64}``;
+    :class:`PackageError` (one line) if it is malformed.
+    """
+    signature = document[SIGNATURE]
+    if not isinstance(signature, dict) or set(signature) != {"algorithm", "public_key", "value"}:
+        raise PackageError("signature must have exactly the members algorithm, public_key, value")
+    if signature["algorithm"] != SIGNATURE_ALGORITHM:
+        raise PackageError(f"signature.algorithm must be {SIGNATURE_ALGORITHM!r}, got {signature['algorithm']!r}")
+    return decode_base64(signature["public_key"], 32, "signature.public_key"), \
+        decode_base64(signature["value"], 64, "signature.value")
+
+
+def decode_base64(text, size: int, where: str) -> bytes:
+    """Standard base64 text of exactly ``size`` bytes (an Ed25519 key: 32, a signature: 64)."""
+    try:
+        if not isinstance(text, str):
+            raise ValueError
+        raw = base64.b64decode(text.strip(), validate=True)
+    except (ValueError, binascii.Error):
+        raise PackageError(f"{where}: not base64 text") from None
+    if len(raw) != size:
+        raise PackageError(f"{where}: {len(raw)} bytes, expected {size} (raw Ed25519, base64)")
+    return raw
+
+
+def key_fingerprint(public_key: bytes) -> str:
+    """A short name for a public key: the first 16 hex digits of its SHA-256."""
+    return hashlib.sha256(public_key).hexdigest()[:16]
+
+
+def authenticate(document: dict, public_key: str | bytes | None = None, sha256: str | None = None,
+                 allow_unauthenticated: bool = False) -> str:
+    """Check that a package (structure and hash already checked) is the one the caller trusts.
+
+    Parameters
+    ----------
+    document : dict
+        The parsed package.
+    public_key : str or bytes, optional
+        The author's Ed25519 public key: 32 raw bytes, or their base64 text (the
+        ``KEY.pub`` file written by ``ldp-designer keygen``). The package must carry a
+        signature by this key over its canonical form (verified with ``cryptography``,
+        imported only here).
+    sha256 : str, optional
+        The pinned hex SHA-256 of the trusted package.
+    allow_unauthenticated : bool
+        The explicit opt-out: accept a package with neither (it is still checked for
+        structure and hash, which prove nothing about its author).
+
+    Returns
+    -------
+    str
+        How the package was authenticated (for messages).
+
+    Raises
+    ------
+    PackageUntrusted
+        Neither a key nor a pin (and no opt-out), a hash other than the pinned one, an
+        unsigned package when a key is given, a signature by another key, or a
+        signature that does not verify.
+    """
+    how = []
+    if sha256 is not None:
+        digest = package_digest(document)
+        if digest != str(sha256).strip().lower():
+            raise PackageUntrusted(f"SHA-256 {digest} is not the pinned {str(sha256).strip()[:64]}")
+        how.append("pinned SHA-256")
+    if public_key is not None:
+        how.append(verify_signature(document, public_key))
+    if not how:
+        if not allow_unauthenticated:
+            raise PackageUntrusted(
+                "no trusted public key or pinned SHA-256 given, and the hash alone proves nothing about the author "
+                "(pass public_key=..., sha256=..., or allow_unauthenticated=True)"
+            )
+        how.append("unauthenticated (the caller opted out)")
+    return " and ".join(how)
+
+
+def verify_signature(document: dict, public_key: str | bytes) -> str:
+    """Verify the package's Ed25519 signature with the trusted ``public_key``; return a description.
+
+    Imports ``cryptography`` (the only non-standard import of this module, and only here).
+    """
+    trusted = public_key if isinstance(public_key, bytes) else decode_base64(public_key, 32, "the trusted public key")
+    if len(trusted) != 32:
+        raise PackageError(f"the trusted public key has {len(trusted)} bytes, expected 32 (raw Ed25519)")
+    if SIGNATURE not in document:
+        raise PackageUntrusted(f"the package is not signed, but a trusted public key ({key_fingerprint(trusted)}) "
+                               "was given")
+    signer, value = signature_bytes(document)
+    if signer != trusted:
+        raise PackageUntrusted(f"signed by the key {key_fingerprint(signer)}, not by the trusted key "
+                               f"{key_fingerprint(trusted)}")
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(trusted).verify(value, canonical_bytes(document))
+    except InvalidSignature:
+        raise PackageUntrusted("the Ed25519 signature does not match the content (forged, or changed after "
+                               "signing)") from None
+    return f"Ed25519 signature by {key_fingerprint(trusted)}"
 
 
 def check_structure(document: dict) -> list[list[int]]:
@@ -151,6 +302,8 @@ def check_hadamard_structure(document: dict) -> tuple[list[int], int]:
     sizes = document["block_sizes"]
     if not isinstance(sizes, list) or not sizes:
         raise PackageError("block_sizes must be a non-empty list of decimal integer strings")
+    if len(sizes) > MAX_BLOCKS:
+        raise PackageError(f"block_sizes lists {len(sizes)} blocks, more than {MAX_BLOCKS}")
     sizes = [_decimal(size, f"block_sizes[{j}]") for j, size in enumerate(sizes)]
     if min(sizes) < 1 or max(sizes) >= MAX_SYMBOLS:
         raise PackageError("every block size must be from 1 to 2^31 - 1")
@@ -174,6 +327,8 @@ def check_high_low_structure(document: dict) -> tuple[int, list[int], int, int]:
     listed = document["sensitive"]
     if not isinstance(listed, list) or not listed:
         raise PackageError("sensitive must be a non-empty list of decimal integer strings")
+    if len(listed) > MAX_LISTED_SYMBOLS:
+        raise PackageError(f"sensitive lists {len(listed)} symbols, more than {MAX_LISTED_SYMBOLS}")
     sensitive = [_decimal(symbol, f"sensitive[{i}]") for i, symbol in enumerate(listed)]
     if any(later <= earlier for earlier, later in zip(sensitive, sensitive[1:])) or sensitive[-1] >= k:
         raise PackageError(f"sensitive symbols must be strictly increasing and below k = {k}")
@@ -214,9 +369,15 @@ def verify_digest(document: dict) -> None:
 
 
 def _labels(document: dict, member: str) -> list[str]:
+    """Distinct strings of at most :data:`MAX_LABEL_LENGTH` characters, valid Unicode (no lone surrogate)."""
     labels = document[member]
     if not isinstance(labels, list) or not labels or not all(isinstance(label, str) for label in labels):
         raise PackageError(f"{member} must be a non-empty list of strings")
+    for index, label in enumerate(labels):
+        if len(label) > MAX_LABEL_LENGTH:
+            raise PackageError(f"{member}[{index}] has {len(label)} characters, more than {MAX_LABEL_LENGTH}")
+        if any("\ud800" <= character <= "\udfff" for character in label):
+            raise PackageError(f"{member}[{index}] holds a lone surrogate (\\ud800-\\udfff): not valid Unicode text")
     if len(set(labels)) != len(labels):
         raise PackageError(f"{member} labels must be distinct")
     return labels
@@ -230,11 +391,16 @@ class TableSampler:
     document : dict
         A parsed package; its structure and SHA-256 are checked
         (:class:`PackageError`, :class:`PackageTampered`).
+    public_key, sha256, allow_unauthenticated
+        What the caller trusts (:func:`authenticate`); one is required
+        (:class:`PackageUntrusted` otherwise).
     """
 
-    def __init__(self, document: dict):
+    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
+                 allow_unauthenticated: bool = False):
         table = check_structure(document)
         verify_digest(document)
+        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
         self.bits: int = document["bits"]
         self.inputs: list[str] = list(document["inputs"])
         self.outputs: list[str] = list(document["outputs"])
@@ -242,10 +408,10 @@ class TableSampler:
         self._index = {label: x for x, label in enumerate(self.inputs)}
 
     @classmethod
-    def from_file(cls, path: str) -> "TableSampler":
-        """Read, check and load a package file."""
+    def from_file(cls, path: str, **trust) -> "TableSampler":
+        """Read, check, authenticate (``public_key=``, ``sha256=``: :func:`authenticate`) and load a package file."""
         with open(path, encoding="utf-8") as handle:
-            return cls(parse_package(handle.read()))
+            return cls(parse_package(handle.read(MAX_PACKAGE_CHARACTERS + 1)), **trust)
 
     def sample(self, x: int) -> int:
         """One report (output index) for input index ``x``: ``P(Y = y) = T[x, y] / 2^b`` exactly."""
@@ -261,7 +427,7 @@ class TableSampler:
 
     def counts(self, x: int, n: int) -> list[int]:
         """How often each output is reported in ``n`` independent draws for input index ``x``."""
-        tally = [0] * len(self.outputs)
+        tally = zero_counts(len(self.outputs))
         for _ in range(n):
             tally[self.sample(x)] += 1
         return tally
@@ -277,12 +443,15 @@ class HadamardSampler:
     the parity of c disagrees with the coin, ``c ^= r & -r`` (flip the lowest set bit of r:
     a bijection between ``S_x`` and its complement). So, exactly,
     ``P(offset_j + c | x) = 2 T / (K_j 2^b)`` for c in ``S_x`` and
-    ``2 (2^b - T) / (K_j 2^b)`` otherwise; zero outside block j.
+    ``2 (2^b - T) / (K_j 2^b)`` otherwise; zero outside block j. The keyword arguments
+    are those of :class:`TableSampler` (what the caller trusts).
     """
 
-    def __init__(self, document: dict):
+    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
+                 allow_unauthenticated: bool = False):
         sizes, self.coin = check_hadamard_structure(document)
         verify_digest(document)
+        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
         self.bits: int = document["bits"]
         self.block_sizes = sizes
         self.starts = _cumulative([0] + sizes)[:-1]
@@ -305,7 +474,7 @@ class HadamardSampler:
     def counts(self, x: int, n: int) -> list[int]:
         """Counts of ``n`` reports for symbol ``x`` over the outputs of its block (``K_j`` entries)."""
         block = bisect.bisect_right(self.starts, x) - 1
-        tally = [0] * self.hadamard_sizes[block]
+        tally = zero_counts(self.hadamard_sizes[block])
         for _ in range(n):
             tally[self.sample(x) - self.offsets[block]] += 1
         return tally
@@ -324,11 +493,15 @@ class HighLowHadamardSampler:
       ``2 (2^b - T) / (S 2^b)`` on the rest of ``[S]``;
     * non-sensitive x: its own output ``S + i`` when ``u < K`` (probability exactly
       ``K / 2^b``), otherwise ``c``: ``Q(y|x) = (2^b - K) / (S 2^b)`` on ``[S]``.
+
+    The keyword arguments are those of :class:`TableSampler` (what the caller trusts).
     """
 
-    def __init__(self, document: dict):
+    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
+                 allow_unauthenticated: bool = False):
         self.k, self.sensitive, self.coin, self.keep = check_high_low_structure(document)
         verify_digest(document)
+        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
         self.bits: int = document["bits"]
         self.hadamard_size = 1 << len(self.sensitive).bit_length()
         self.n_outputs = self.hadamard_size + self.k - len(self.sensitive)
@@ -348,10 +521,27 @@ class HighLowHadamardSampler:
 
     def counts(self, x: int, n: int) -> list[int]:
         """Counts of ``n`` reports for symbol ``x`` over all ``S + t`` outputs."""
-        tally = [0] * self.n_outputs
+        tally = zero_counts(self.n_outputs)
         for _ in range(n):
             tally[self.sample(x)] += 1
         return tally
+
+
+#: Most outputs a ``counts`` list covers (a block of 2^31 symbols has 2^31 outputs: 16 GiB of counts).
+MAX_COUNTED_OUTPUTS = 1 << 24
+
+
+def check_counted(size: int) -> None:
+    """``ValueError`` with the memory estimate if counts over ``size`` outputs exceed :data:`MAX_COUNTED_OUTPUTS`."""
+    if size > MAX_COUNTED_OUTPUTS:
+        raise ValueError(f"counts over {size} outputs would need about {8 * size / 2**30:.1f} GiB (limit "
+                         f"{MAX_COUNTED_OUTPUTS} outputs): draw reports with sample() and count the ones drawn")
+
+
+def zero_counts(size: int) -> list[int]:
+    """A list of ``size`` zero counts (refused beyond :data:`MAX_COUNTED_OUTPUTS`, see :func:`check_counted`)."""
+    check_counted(size)
+    return [0] * size
 
 
 def hadamard_half(row: int, column: int, inside: bool) -> int:
@@ -368,9 +558,10 @@ def hadamard_half(row: int, column: int, inside: bool) -> int:
 _SAMPLERS = {"table": TableSampler, "block-hadamard": HadamardSampler, "high-low-hadamard": HighLowHadamardSampler}
 
 
-def load_sampler(document: dict) -> "TableSampler | HadamardSampler | HighLowHadamardSampler":
-    """The sampler of a package's kind (structure and SHA-256 checked)."""
-    return _SAMPLERS.get(document.get("kind"), TableSampler)(document)
+def load_sampler(document: dict, **trust) -> "TableSampler | HadamardSampler | HighLowHadamardSampler":
+    """The sampler of a package's kind (structure and SHA-256 checked, authenticated by ``trust``:
+    ``public_key=``, ``sha256=`` or ``allow_unauthenticated=True``, see :func:`authenticate`)."""
+    return _SAMPLERS.get(document.get("kind"), TableSampler)(document, **trust)
 
 
 def _cumulative(row: list[int]) -> list[int]:

@@ -55,6 +55,8 @@ from fractions import Fraction
 
 from designer.deploy.sampler import (
     FORMAT,
+    MAX_BLOCKS,
+    MAX_LISTED_SYMBOLS,
     MAX_SYMBOLS,
     SCHEMA_VERSION,
     PackageError,
@@ -101,6 +103,8 @@ def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:
     total = 1 << bits
     if epsilon.exp_value is not None:
         ratio = epsilon.exp_value
+    elif epsilon.value > bits:  # exp(eps) > 2^bits: every coin up to 2^bits - 1 is allowed (no exp of a huge level)
+        ratio = Fraction(total)
     else:
         ratio, _ = exp_bounds(epsilon.value, 128)
     coin = min(total - 1, max(1, math.floor(total * ratio / (1 + ratio))))
@@ -127,8 +131,9 @@ def build_hadamard_package(block_sizes: Sequence[int], epsilon: str | float, bit
     sizes = [int(size) for size in block_sizes]
     if not sizes or min(sizes) < 1 or max(sizes) >= MAX_SYMBOLS:
         raise ValueError("block sizes must be integers from 1 to 2^31 - 1")
-    level, coin, ideal = _level_and_coin(epsilon, bits)
-    total = 1 << bits
+    if len(sizes) > MAX_BLOCKS:
+        raise ValueError(f"{len(sizes)} blocks is too many (at most {MAX_BLOCKS})")
+    level, coin = _level_and_coin(epsilon, bits)
     document = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -138,13 +143,7 @@ def build_hadamard_package(block_sizes: Sequence[int], epsilon: str | float, bit
         "epsilon": str(level),
         "coin": str(coin),
         "certificate": {},
-        "utility": {
-            "rounding": "down",
-            "ideal_coin": format_number(ideal),
-            "coin": format_number(coin / total),
-            "max_total_variation": format_number(abs(coin / total - ideal)),
-            "relative_coin_change": format_number(abs(coin / total - ideal) / ideal),
-        },
+        "utility": hadamard_utility(level, coin, bits),
     }
     return _sealed(document, _prove_block(sizes, level, coin, bits))
 
@@ -174,10 +173,10 @@ def build_high_low_package(k: int, sensitive: Iterable[int], epsilon: str | floa
     symbols = sorted({int(x) for x in sensitive})
     if not symbols or symbols[0] < 0 or symbols[-1] >= k:
         raise ValueError(f"sensitive symbols must be a non-empty subset of 0..{k - 1}")
-    level, coin, ideal = _level_and_coin(epsilon, bits)
-    total = 1 << bits
-    keep = 2 * coin - total  # >= 0: epsilon > 0 gives T >= 2^(b-1)
-    shift = abs(coin / total - ideal)
+    if len(symbols) > MAX_LISTED_SYMBOLS:
+        raise ValueError(f"{len(symbols)} sensitive symbols is too many (at most {MAX_LISTED_SYMBOLS})")
+    level, coin = _level_and_coin(epsilon, bits)
+    keep = 2 * coin - (1 << bits)  # >= 0: epsilon > 0 gives T >= 2^(b-1)
     document = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -189,22 +188,62 @@ def build_high_low_package(k: int, sensitive: Iterable[int], epsilon: str | floa
         "coin": str(coin),
         "keep": str(keep),
         "certificate": {},
-        "utility": {
-            "rounding": "down",
-            "ideal_coin": format_number(ideal),
-            "coin": format_number(coin / total),
-            "ideal_keep": format_number(2 * ideal - 1),
-            "keep": format_number(keep / total),
-            # a sensitive row moves |coin - ideal| between its halves; a non-sensitive one twice that
-            "max_total_variation": format_number(2 * shift if len(symbols) < k else shift),
-            "relative_coin_change": format_number(shift / ideal),
-        },
+        "utility": high_low_utility(level, coin, keep, bits, len(symbols) < k),
     }
     return _sealed(document, _prove_high_low(k, symbols, level, coin, keep, bits))
 
 
-#: Most symbols :func:`parse_symbols` lists (a package holds each as text).
-MAX_LISTED_SYMBOLS = 1 << 24
+def _ideal_coin(level: ExactEpsilon) -> float:
+    """``e^eps / (1 + e^eps)`` as a float (``1 / (1 + e^-eps)``: no overflow for a large level)."""
+    return 1.0 / (1.0 + math.exp(-float(level)))
+
+
+def hadamard_utility(level: ExactEpsilon, coin: int, bits: int) -> dict:
+    """The ``utility`` of a block-hadamard package: the coin against the ideal ``e^eps / (1 + e^eps)``."""
+    total, ideal = 1 << bits, _ideal_coin(level)
+    return {
+        "rounding": "down",
+        "ideal_coin": format_number(ideal),
+        "coin": format_number(coin / total),
+        "max_total_variation": format_number(abs(coin / total - ideal)),
+        "relative_coin_change": format_number(abs(coin / total - ideal) / ideal),
+    }
+
+
+def high_low_utility(level: ExactEpsilon, coin: int, keep: int, bits: int, has_non_sensitive: bool) -> dict:
+    """The ``utility`` of a high-low-hadamard package: coin and keep against the ideal channel (13)-(14)."""
+    total, ideal = 1 << bits, _ideal_coin(level)
+    shift = abs(coin / total - ideal)
+    return {
+        "rounding": "down",
+        "ideal_coin": format_number(ideal),
+        "coin": format_number(coin / total),
+        "ideal_keep": format_number(2 * ideal - 1),
+        "keep": format_number(keep / total),
+        # a sensitive row moves |coin - ideal| between its halves; a non-sensitive one twice that
+        "max_total_variation": format_number(2 * shift if has_non_sensitive else shift),
+        "relative_coin_change": format_number(shift / ideal),
+    }
+
+
+def parse_block_sizes(text: str) -> list[int]:
+    """Block sizes written as ``"1750*25,100"`` (``SIZE`` or ``SIZE*COUNT``, comma separated).
+
+    At most :data:`~designer.deploy.sampler.MAX_BLOCKS` blocks, counted before any list is built.
+    """
+    sizes: list[int] = []
+    for item in text.split(","):
+        size, star, count = item.strip().partition("*")
+        try:
+            size, count = int(size), (int(count) if star else 1)
+        except ValueError:
+            raise ValueError(f"{item.strip()!r} is not SIZE or SIZE*COUNT") from None
+        if count < 1:
+            raise ValueError(f"{item.strip()!r}: COUNT must be at least 1")
+        if len(sizes) + count > MAX_BLOCKS:
+            raise ValueError(f"more than {MAX_BLOCKS} blocks (at most 2^20)")
+        sizes.extend([size] * count)
+    return sizes
 
 
 def parse_symbols(text: str) -> list[int]:
@@ -243,22 +282,39 @@ def verify_hadamard_package(document: dict) -> HadamardVerification:
     """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a block-HR package exactly."""
     sizes, coin = check_hadamard_structure(document)
     level = _checked_fields(document, HADAMARD_UTILITY_MEMBERS)
-    return _recheck(document, _prove_block(sizes, level, coin, document["bits"]))
+    verification = _recheck(document, _prove_block(sizes, level, coin, document["bits"]))
+    if verification.certified:  # a violated package is reported as such; its numbers are moot
+        _check_utility(document["utility"], hadamard_utility(level, coin, document["bits"]))
+    return verification
 
 
 def verify_high_low_package(document: dict) -> HadamardVerification:
     """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a high-low HR package exactly."""
     k, sensitive, coin, keep = check_high_low_structure(document)
     level = _checked_fields(document, HIGH_LOW_UTILITY_MEMBERS)
-    return _recheck(document, _prove_high_low(k, sensitive, level, coin, keep, document["bits"]))
+    verification = _recheck(document, _prove_high_low(k, sensitive, level, coin, keep, document["bits"]))
+    if verification.certified:  # a violated package is reported as such; its numbers are moot
+        _check_utility(document["utility"], high_low_utility(level, coin, keep, document["bits"], len(sensitive) < k))
+    return verification
 
 
-def _level_and_coin(epsilon: str | float, bits: int) -> tuple[ExactEpsilon, int, float]:
-    """The exact level (positive, finite), its largest coin and the ideal coin ``e^eps / (1 + e^eps)``."""
+def _check_utility(stored: dict, recomputed: dict) -> None:
+    """Every stored utility number must agree with the one recomputed from the parameters (PackageTampered)."""
+    from designer.deploy.package import UTILITY_ATOL, UTILITY_RTOL, check_stored, text_number
+
+    if stored["rounding"] != recomputed["rounding"]:
+        raise PackageTampered(f"utility.rounding {stored['rounding']!r} is not {recomputed['rounding']!r}")
+    for member, value in recomputed.items():
+        if member != "rounding":
+            check_stored(f"utility.{member}", text_number(stored[member]), float(value), UTILITY_RTOL, UTILITY_ATOL)
+
+
+def _level_and_coin(epsilon: str | float, bits: int) -> tuple[ExactEpsilon, int]:
+    """The exact level (positive, finite) and its largest coin."""
     level = ExactEpsilon.parse(epsilon)
     if level.infinite or float(level) <= 0:
         raise ValueError(f"epsilon must be positive and finite, got {epsilon}")
-    return level, largest_coin(level, bits), 1.0 / (1.0 + math.exp(-float(level)))
+    return level, largest_coin(level, bits)
 
 
 def _sealed(document: dict, verification: HadamardVerification) -> dict:

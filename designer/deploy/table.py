@@ -32,6 +32,12 @@ log-ratio. Rounding:
    (galloping, then binary search) for the smallest whose directed rounding passes
    the float screen, then ``MIXING_BISECTION_STEPS`` bisection steps refine it.
 
+A channel that breaks E by more than :data:`CHANNEL_TOLERANCE` (1e-9 in log space, the
+float certifier's tolerance) is refused; within it, the rounding above absorbs the excess.
+If no table certifies at ``b`` bits, a table certified at fewer bits (:data:`FALLBACK_BITS`:
+53, 48, 40, 32) is multiplied by ``2^(b - b')``: the same rational channel, so the same
+exact certificate (above 53 bits the float at-risk test cannot resolve the rounding's
+reach, and its directions may conflict where a coarser table certifies).
 Candidates are screened with the float certifier (a table violated by more than
 :data:`FLOAT_REJECT` in log space is discarded) and only the table finally kept is
 certified exactly, once; if that proof fails the search moves on (larger weights).
@@ -52,7 +58,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer.certify import Certificate, certify
+from designer.certify import FLOAT_TOLERANCE, Certificate, certify
 from designer.channel import Channel
 from designer.deploy.sampler import MAX_BITS, MIN_BITS  # table precisions accepted: 2^b units per row
 from designer.spec import PrivacyMatrix
@@ -60,12 +66,19 @@ from designer.utility import mutual_information
 from solvers.maxplus import safe_log
 
 DEFAULT_BITS = 32
+#: When no table certifies at the requested bits, these precisions are tried (those below it)
+#: and the first certified table is scaled up: the same rational channel and certificate.
+FALLBACK_BITS = (53, 48, 40, 32)
 #: Bisection steps after galloping has bracketed the smallest dyadic mixing weight
 #: (the weight kept is then within ``2^-MIXING_BISECTION_STEPS`` of the bracket's lower end).
 MIXING_BISECTION_STEPS = 4
 #: A constraint is "at risk" when its log-slack is below this many times the rounding's
 #: worst relative change ``1/T[x,y] + 1/T[x',y]``.
 RISK_FACTOR = 2.0
+#: A channel breaking E by more than this (log space; the float certifier's tolerance, as in
+#: ``certify`` and ``design``) is refused; a smaller excess (a solver's noise) is repaired by
+#: directed rounding or mixing, and the table kept is certified exactly, with no tolerance.
+CHANNEL_TOLERANCE = FLOAT_TOLERANCE
 #: The float screen discards a table violated by more than this (log space).
 FLOAT_REJECT = 1e-12
 #: A pair is scanned for at-risk outputs when its float slack is within the rounding risk
@@ -222,17 +235,47 @@ def deployable_table(
         raise ValueError(f"the channel has {channel.k} inputs but E is {privacy.k} x {privacy.k}")
     tight = _refuse_if_violated(channel, privacy)
     numerators, sums = integer_rows(channel)
+    labels = (channel.input_labels, channel.output_labels)
+    try:
+        table, certificate, method, weight = _rounded(numerators, sums, privacy, bits, tight, labels)
+    except TableRefused:
+        table, certificate, method, weight = _scaled_from_fewer_bits(numerators, sums, privacy, bits, tight, labels)
+    return DeployableChannel(table, privacy, certificate, rounding_loss(channel, table, method, weight, prior))
+
+
+def _rounded(numerators: np.ndarray, sums: np.ndarray, privacy: PrivacyMatrix, bits: int, tight: np.ndarray,
+             labels: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[IntegerTable, Certificate, str, Fraction]:
+    """Nearest, directed, then mixed rounding at ``bits`` (module docstring); :class:`TableRefused` if none certifies."""
     total = 1 << bits
     preferences = _preferences(_quotients(numerators, sums), privacy, total, tight)
     method, weight = ("directed" if preferences.any() else "nearest"), Fraction(0)
-    labels = (channel.input_labels, channel.output_labels)
     counts = round_rows(numerators, sums, total, preferences)
     found = _certified(counts, privacy, bits, labels) if _passes_float_screen(counts, privacy, total) else None
     if found is None:
         method = "mixed"
         weight, found = _smallest_mixing(numerators, sums, preferences, privacy, bits, labels)
-    table, certificate = found
-    return DeployableChannel(table, privacy, certificate, rounding_loss(channel, table, method, weight, prior))
+    return (*found, method, weight)
+
+
+def _scaled_from_fewer_bits(numerators: np.ndarray, sums: np.ndarray, privacy: PrivacyMatrix, bits: int,
+                            tight: np.ndarray, labels: tuple[tuple[str, ...], tuple[str, ...]]
+                            ) -> tuple[IntegerTable, Certificate, str, Fraction]:
+    """A table certified at fewer bits (:data:`FALLBACK_BITS`), times ``2^(bits - fewer)``: the same rational channel.
+
+    Above 53 bits the float screen and the at-risk test work with log-ratios whose float
+    noise (about 1e-16) exceeds the rounding's reach (about 2^-bits), so their directions
+    can conflict where a coarser table certifies; the scaled table is that table exactly,
+    with the same exact certificate. Re-raises the refusal at ``bits`` when none certifies.
+    """
+    for fewer in [fewer for fewer in FALLBACK_BITS if fewer < bits]:
+        try:
+            table, certificate, method, weight = _rounded(numerators, sums, privacy, fewer, tight, labels)
+        except TableRefused:
+            continue
+        shift = bits - fewer
+        scaled = IntegerTable(tuple(tuple(value << shift for value in row) for row in table.counts), bits, *labels)
+        return scaled, certificate, method, weight
+    return _rounded(numerators, sums, privacy, bits, tight, labels)
 
 
 def rounding_loss(
@@ -480,13 +523,14 @@ def _certified(
 
 
 def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> np.ndarray:
-    """Refuse a channel that breaks E by more than any rounding could explain; return its float tight E."""
-    certificate = certify(channel, privacy, tolerance=1e-6)
+    """Refuse a channel that breaks E by more than :data:`CHANNEL_TOLERANCE`; return its float tight E."""
+    certificate = certify(channel, privacy, tolerance=CHANNEL_TOLERANCE)
     if not certificate.certified:
         violation = certificate.violations[0]
         raise TableRefused(
-            f"the channel is not E-LDP, so no table of it is: pair x={violation.x}, x'={violation.x_prime}, "
-            f"witness y={violation.y}: log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
+            f"the channel is not E-LDP (beyond the tolerance {CHANNEL_TOLERANCE:g} in log space), so no table of it "
+            f"is: pair x={violation.x}, x'={violation.x_prime}, witness y={violation.y}: log-ratio "
+            f"{violation.log_ratio:.10g} > E = {violation.allowed:.10g} (excess {violation.log_ratio - violation.allowed:.3g})"
         )
     return certificate.tight_epsilon
 

@@ -38,7 +38,7 @@ import secrets
 
 import numpy as np
 
-from designer.deploy.sampler import HadamardSampler, HighLowHadamardSampler, TableSampler
+from designer.deploy.sampler import HadamardSampler, HighLowHadamardSampler, TableSampler, check_counted
 
 #: Words drawn per call, and inputs drawn per pass, bounding memory for large n.
 CHUNK = 1 << 22
@@ -57,6 +57,9 @@ class VectorisedSampler:
     seed : int, optional
         Use numpy's PCG64 with this seed (reproducible, not cryptographic)
         instead of ChaCha20 keyed from :mod:`secrets`.
+    public_key, sha256, allow_unauthenticated
+        What the caller trusts (:func:`designer.deploy.sampler.authenticate`): the author's
+        Ed25519 public key, a pinned SHA-256, or the explicit opt-out; one is required.
 
     Attributes
     ----------
@@ -69,9 +72,13 @@ class VectorisedSampler:
         outputs are the indices ``0..k-1`` and ``0..n_outputs-1``.
     """
 
-    def __init__(self, document: dict, seed: int | None = None):
+    def __init__(self, document: dict, seed: int | None = None, *, public_key: str | bytes | None = None,
+                 sha256: str | None = None, allow_unauthenticated: bool = False):
         kind = document.get("kind")
-        law = _LAWS.get(kind, _TableLaw)(document)
+        law = _LAWS.get(kind, _TableLaw)(
+            document, dict(public_key=public_key, sha256=sha256, allow_unauthenticated=allow_unauthenticated)
+        )
+        self.trust: str = law.trust
         self.kind: str = kind if kind in _LAWS else "table"
         self._law = law
         self.bits: int = law.bits
@@ -115,8 +122,28 @@ class VectorisedSampler:
         return reports.reshape(inputs.shape)
 
     def counts(self, x: int, n: int) -> np.ndarray:
-        """How often each output is reported in ``n`` draws for input index ``x``."""
+        """How often each output is reported in ``n`` draws for input index ``x``.
+
+        Refused (``ValueError`` with the memory estimate) beyond
+        :data:`designer.deploy.sampler.MAX_COUNTED_OUTPUTS` outputs; :meth:`drawn_counts` has no such limit.
+        """
+        check_counted(self.n_outputs)
         return np.bincount(self.sample(np.full(n, x, dtype=np.int64)), minlength=self.n_outputs)
+
+    def drawn_counts(self, x: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct outputs drawn in ``n`` draws for input index ``x`` (increasing) and their counts.
+
+        Drawn in chunks of :data:`CHUNK`: memory is bounded by the chunk and the outputs drawn,
+        never by ``n`` or the number of outputs.
+        """
+        outputs, counts = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        for start in range(0, n, CHUNK):
+            drawn, tally = np.unique(self.sample(np.full(min(CHUNK, n - start), x, dtype=np.int64)), return_counts=True)
+            outputs, where = np.unique(np.concatenate([outputs, drawn]), return_inverse=True)
+            merged = np.zeros(outputs.size, dtype=np.int64)
+            np.add.at(merged, where, np.concatenate([counts, tally]))
+            counts = merged
+        return outputs, counts
 
     def input_index(self, label: str) -> int:
         """The input index of a label (a table's input label; a structured package's symbol index as text)."""
@@ -133,6 +160,10 @@ class VectorisedSampler:
         """The label of output ``y`` (its index as text for a structured package)."""
         return self.outputs[y] if self.outputs is not None else str(y)
 
+    def support_size(self, x: int) -> int:
+        """How many outputs input ``x`` can report (without listing them)."""
+        return self._law.support_size(x)
+
     def support(self, x: int) -> np.ndarray:
         """The outputs that input ``x`` can report (every output of a table; its block, or [S] and its own output)."""
         return self._law.support(x)
@@ -141,16 +172,18 @@ class VectorisedSampler:
 class _TableLaw:
     """An integer table with a guide table per row (see the module docstring)."""
 
-    def __init__(self, document: dict):
-        checked = TableSampler(document)
-        self.bits = checked.bits
+    def __init__(self, document: dict, trust: dict):
+        checked = TableSampler(document, **trust)
+        self.trust, self.bits = checked.trust, checked.bits
         self.inputs, self.outputs = checked.inputs, checked.outputs
         self.k, self.n_outputs = len(checked.thresholds), len(self.outputs)
         k, m = self.k, self.n_outputs
-        # c_{m-1} = 2^b exceeds every u; stored as 2^64 - 1 when b = 64 (the search never steps past m - 1)
+        # c_y = 2^b from the row's last positive entry on exceeds every u: the search never steps past that
+        # entry (its index is the row's ``last``), so when b = 64 these thresholds are stored as 2^64 - 1
         rows = checked.thresholds
+        self._last = np.array([row.index(1 << self.bits) for row in rows], dtype=np.int64)
         if self.bits == 64:
-            rows = [row[:-1] + [(1 << 64) - 1] for row in rows]
+            rows = [[min(value, (1 << 64) - 1) for value in row] for row in rows]
         self._thresholds = np.array(rows, dtype=np.uint64).reshape(k, m).ravel()
         self._guide_bits = min(self.bits, max(1, (2 * m - 1).bit_length()))
         self._shift = np.uint64(self.bits - self._guide_bits)
@@ -163,13 +196,16 @@ class _TableLaw:
         uniform = source.uniform_integers(flat.size)
         reports = self._guide[(flat << self._guide_bits) + (uniform >> self._shift).astype(np.int64)]
         base = flat * self.n_outputs
-        last = self.n_outputs - 1
+        last = self._last[flat]
         pending = np.flatnonzero((reports < last) & (self._thresholds[base + reports] <= uniform))
         while pending.size:
             reports[pending] += 1
             stepped = reports[pending]
-            pending = pending[(stepped < last) & (self._thresholds[base[pending] + stepped] <= uniform[pending])]
+            pending = pending[(stepped < last[pending]) & (self._thresholds[base[pending] + stepped] <= uniform[pending])]
         return reports
+
+    def support_size(self, x: int) -> int:
+        return self.n_outputs
 
     def support(self, x: int) -> np.ndarray:
         return np.arange(self.n_outputs)
@@ -178,8 +214,9 @@ class _TableLaw:
 class _BlockHadamardLaw:
     """Block HR (:class:`designer.deploy.sampler.HadamardSampler`'s rule, vectorised)."""
 
-    def __init__(self, document: dict):
-        checked = HadamardSampler(document)
+    def __init__(self, document: dict, trust: dict):
+        checked = HadamardSampler(document, **trust)
+        self.trust = checked.trust
         self.bits, self.k, self.n_outputs = checked.bits, checked.k, checked.n_outputs
         self._coin = np.uint64(checked.coin)
         self._starts = np.array(checked.starts, dtype=np.int64)
@@ -196,6 +233,9 @@ class _BlockHadamardLaw:
         inside = source.uniform_integers(flat.size) < self._coin
         return self._offsets[block] + _hadamard_half(flat - self._starts[block] + 1, column, inside)
 
+    def support_size(self, x: int) -> int:
+        return 1 << (32 - int(self._shifts[self._block(np.array([x]))[0]]))
+
     def support(self, x: int) -> np.ndarray:
         block = int(self._block(np.array([x]))[0])
         return self._offsets[block] + np.arange(1 << (32 - int(self._shifts[block])))
@@ -204,8 +244,9 @@ class _BlockHadamardLaw:
 class _HighLowLaw:
     """High-low HR (:class:`designer.deploy.sampler.HighLowHadamardSampler`'s rule, vectorised)."""
 
-    def __init__(self, document: dict):
-        checked = HighLowHadamardSampler(document)
+    def __init__(self, document: dict, trust: dict):
+        checked = HighLowHadamardSampler(document, **trust)
+        self.trust = checked.trust
         self.bits, self.k, self.n_outputs = checked.bits, checked.k, checked.n_outputs
         self._coin, self._keep = np.uint64(checked.coin), np.uint64(checked.keep)
         self._sensitive = np.array(checked.sensitive, dtype=np.int64)
@@ -226,6 +267,9 @@ class _HighLowLaw:
         half = _hadamard_half(rank + 1, column, uniform < self._coin)
         own = self._size + flat - rank
         return np.where(sensitive, half, np.where(uniform < self._keep, own, column))
+
+    def support_size(self, x: int) -> int:
+        return self._size + (0 if self._rank(np.array([x]))[1][0] else 1)
 
     def support(self, x: int) -> np.ndarray:
         rank, sensitive = self._rank(np.array([x]))

@@ -1,19 +1,28 @@
 // ldp-client.mjs — exact sampler for ldp-designer mechanism packages (schema version 1,
 // kinds "table", "block-hadamard" and "high-low-hadamard").
 //
-// An ES module with no dependencies, for browsers and Node >= 19 (Web Crypto:
+// An ES module with no dependencies, for browsers and Node >= 20 (Web Crypto, Ed25519 included:
 // crypto.getRandomValues and crypto.subtle). Usage:
 //
 //   import { loadPackage } from "./ldp-client.mjs";
-//   const mechanism = await loadPackage(await (await fetch("mech.json")).text());
+//   const text = await (await fetch("mech.json")).text();
+//   const mechanism = await loadPackage(text, { publicKey: "BASE64 of KEY.pub" });   // or { sha256: "hex" }
 //   const report = mechanism.report("yes");          // an output label
 //
 // loadPackage checks the package's structure (schema version, integer table
 // whose rows sum to 2^bits) and its SHA-256 against the canonical form, which
 // is byte for byte the one of designer/deploy/sampler.py: the object without
-// "sha256", keys sorted, no whitespace, non-ASCII characters (and DEL) escaped
+// "sha256" and "signature", keys sorted, no whitespace, non-ASCII characters (and DEL) escaped
 // as \uXXXX (lower-case hex, UTF-16 code units). Packages hold only strings,
-// arrays, objects and two small integers, so no number formatting is involved.
+// arrays, objects and two small integers, so no number formatting is involved; a
+// number written with a fraction or an exponent (1.0, 32.0, 1e0) is refused, as in Python (when
+// loadPackage is given the text: an object already parsed cannot tell 32.0 from 32).
+//
+// Trust: the hash proves integrity, not authorship. loadPackage needs one of
+// { publicKey } (the author's Ed25519 public key, base64 of 32 raw bytes: the package's
+// Ed25519 signature over the canonical form must verify with it, crypto.subtle), { sha256 }
+// (the pinned hash of the trusted package) or { allowUnauthenticated: true } (the caller's
+// explicit opt-out); anything else throws PackageUntrusted.
 //
 // Sampling is exact: row x holds integers T[x][y] summing to 2^b and cumulative
 // thresholds c_y = T[x][0] + ... + T[x][y]; one uniform integer u in [0, 2^b)
@@ -34,12 +43,19 @@ const MEMBERS = {
   "high-low-hadamard": [...COMMON, "k", "sensitive", "epsilon", "coin", "keep"],
 };
 const MAX_SYMBOLS = 2n ** 31n;
+const MAX_BLOCKS = 2 ** 20; // most blocks / sensitive symbols listed (as in sampler.py)
+const MAX_LABEL_LENGTH = 1000;
+const MAX_PACKAGE_CHARACTERS = 2 ** 28;
+const MAX_COUNTED_OUTPUTS = 2 ** 24; // counts() refuses more outputs (a dense array of them)
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const DECIMAL = /^(0|[1-9][0-9]{0,19})$/;
 const TWO_32 = 4294967296;
 const BATCH = 16384; // getRandomValues fills at most 65536 bytes per call
 
 export class PackageError extends Error {}
 export class PackageTampered extends PackageError {}
+/** Not authenticated: no trusted key or pin, another hash than the pinned one, no signature or a bad one. */
+export class PackageUntrusted extends PackageTampered {}
 
 function canonicalString(text) {
   return JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
@@ -49,7 +65,7 @@ function canonicalString(text) {
 export function canonicalForm(value, top = true) {
   if (Array.isArray(value)) return "[" + value.map((item) => canonicalForm(item, false)).join(",") + "]";
   if (value !== null && typeof value === "object") {
-    const keys = Object.keys(value).filter((key) => !(top && key === "sha256")).sort();
+    const keys = Object.keys(value).filter((key) => !(top && (key === "sha256" || key === "signature"))).sort();
     return "{" + keys.map((key) => canonicalString(key) + ":" + canonicalForm(value[key], false)).join(",") + "}";
   }
   if (typeof value === "string") return canonicalString(value);
@@ -61,11 +77,14 @@ export function canonicalForm(value, top = true) {
   throw new PackageError(`unexpected value of type ${typeof value} in a package`);
 }
 
-/** Lower-case hex SHA-256 of the canonical form. */
-export async function packageDigest(document) {
-  const bytes = new TextEncoder().encode(canonicalForm(document));
+async function hexDigest(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** Lower-case hex SHA-256 of the canonical form. */
+export async function packageDigest(document) {
+  return hexDigest(new TextEncoder().encode(canonicalForm(document)));
 }
 
 function labels(document, member) {
@@ -73,6 +92,10 @@ function labels(document, member) {
   if (!Array.isArray(list) || list.length === 0 || !list.every((label) => typeof label === "string")) {
     throw new PackageError(`${member} must be a non-empty list of strings`);
   }
+  list.forEach((label, index) => {
+    if (label.length > MAX_LABEL_LENGTH) throw new PackageError(`${member}[${index}] has ${label.length} characters, more than ${MAX_LABEL_LENGTH}`);
+    if (LONE_SURROGATE.test(label)) throw new PackageError(`${member}[${index}] holds a lone surrogate (\\ud800-\\udfff): not valid Unicode text`);
+  });
   if (new Set(list).size !== list.length) throw new PackageError(`${member} labels must be distinct`);
   return list;
 }
@@ -83,20 +106,82 @@ export function checkCommon(document) {
     throw new PackageError("not a package: the JSON document is not an object");
   }
   if (document.format !== FORMAT) throw new PackageError(`not an ldp-designer mechanism package (format ${JSON.stringify(document.format)})`);
-  if (document.schema_version !== SCHEMA_VERSION) {
+  if (!Number.isInteger(document.schema_version) || document.schema_version !== SCHEMA_VERSION) {
     throw new PackageError(`unsupported schema_version ${JSON.stringify(document.schema_version)}: this client reads version ${SCHEMA_VERSION}`);
   }
   const members = MEMBERS[document.kind];
   if (members === undefined) throw new PackageError(`unknown package kind ${JSON.stringify(document.kind)}`);
   const missing = members.filter((member) => !(member in document));
-  const unknown = Object.keys(document).filter((member) => !members.includes(member));
+  const unknown = Object.keys(document).filter((member) => !members.includes(member) && member !== "signature");
   if (missing.length || unknown.length) throw new PackageError(`package members: missing [${missing}], unknown [${unknown}]`);
   const bits = document.bits;
   if (!Number.isInteger(bits) || bits < 8 || bits > 64) throw new PackageError(`bits must be an integer from 8 to 64, got ${bits}`);
   if (typeof document.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(document.sha256)) {
     throw new PackageError("sha256 must be 64 lower-case hex digits");
   }
+  if ("signature" in document) signatureBytes(document);
   return document.kind;
+}
+
+function base64Bytes(text, size, where) {
+  let raw;
+  try {
+    if (typeof text !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(text.trim())) throw new Error();
+    raw = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+  } catch {
+    throw new PackageError(`${where}: not base64 text`);
+  }
+  if (raw.length !== size) throw new PackageError(`${where}: ${raw.length} bytes, expected ${size} (raw Ed25519, base64)`);
+  return raw;
+}
+
+/** The signer's public key (32 bytes) and the signature (64 bytes) of a signed package. */
+export function signatureBytes(document) {
+  const signature = document.signature;
+  const members = signature !== null && typeof signature === "object" && !Array.isArray(signature) ? Object.keys(signature).sort() : [];
+  if (members.join(",") !== "algorithm,public_key,value") throw new PackageError("signature must have exactly the members algorithm, public_key, value");
+  if (signature.algorithm !== "Ed25519") throw new PackageError(`signature.algorithm must be "Ed25519", got ${JSON.stringify(signature.algorithm)}`);
+  return [base64Bytes(signature.public_key, 32, "signature.public_key"), base64Bytes(signature.value, 64, "signature.value")];
+}
+
+async function fingerprint(key) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", key));
+  return Array.from(digest.slice(0, 8), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Check that a package (structure and hash already checked; canonical = the UTF-8 bytes of its
+ * canonical form) is the one the caller trusts:
+ * options.publicKey (base64 of the author's raw 32-byte Ed25519 key: the signature must verify),
+ * options.sha256 (the pinned hash), or options.allowUnauthenticated === true (explicit opt-out).
+ * Returns how it was authenticated; throws PackageUntrusted.
+ */
+export async function authenticate(document, canonical, { publicKey, sha256, allowUnauthenticated } = {}) {
+  const digest = await hexDigest(canonical);
+  const how = [];
+  if (sha256 !== undefined && sha256 !== null) {
+    if (digest !== String(sha256).trim().toLowerCase()) throw new PackageUntrusted(`SHA-256 ${digest} is not the pinned ${sha256}`);
+    how.push("pinned SHA-256");
+  }
+  if (publicKey !== undefined && publicKey !== null) {
+    const trusted = base64Bytes(publicKey, 32, "the trusted public key");
+    if (!("signature" in document)) throw new PackageUntrusted(`the package is not signed, but a trusted public key (${await fingerprint(trusted)}) was given`);
+    const [signer, value] = signatureBytes(document);
+    if (signer.some((byte, i) => byte !== trusted[i])) {
+      throw new PackageUntrusted(`signed by the key ${await fingerprint(signer)}, not by the trusted key ${await fingerprint(trusted)}`);
+    }
+    const key = await crypto.subtle.importKey("raw", trusted, { name: "Ed25519" }, false, ["verify"]);
+    const valid = await crypto.subtle.verify({ name: "Ed25519" }, key, value, canonical);
+    if (!valid) throw new PackageUntrusted("the Ed25519 signature does not match the content (forged, or changed after signing)");
+    how.push(`Ed25519 signature by ${await fingerprint(trusted)}`);
+  }
+  if (how.length === 0) {
+    if (allowUnauthenticated !== true) {
+      throw new PackageUntrusted("no trusted public key or pinned SHA-256 given, and the hash alone proves nothing about the author (pass { publicKey }, { sha256 } or { allowUnauthenticated: true })");
+    }
+    how.push("unauthenticated (the caller opted out)");
+  }
+  return how.join(" and ");
 }
 
 function decimal(entry, where) {
@@ -109,6 +194,7 @@ export function checkHadamard(document) {
   if (checkCommon(document) !== "block-hadamard") throw new PackageError("not a block Hadamard response package");
   const sizes = document.block_sizes;
   if (!Array.isArray(sizes) || sizes.length === 0) throw new PackageError("block_sizes must be a non-empty list");
+  if (sizes.length > MAX_BLOCKS) throw new PackageError(`block_sizes lists ${sizes.length} blocks, more than ${MAX_BLOCKS}`);
   const values = sizes.map((size, j) => decimal(size, `block_sizes[${j}]`));
   if (values.some((size) => size < 1n || size >= MAX_SYMBOLS)) throw new PackageError("every block size must be from 1 to 2^31 - 1");
   return { sizes: values.map(Number), coin: checkCoin(document) };
@@ -128,6 +214,7 @@ export function checkHighLow(document) {
   if (k < 1n || k >= MAX_SYMBOLS) throw new PackageError(`k must be from 1 to 2^31 - 1, got ${k}`);
   const listed = document.sensitive;
   if (!Array.isArray(listed) || listed.length === 0) throw new PackageError("sensitive must be a non-empty list");
+  if (listed.length > MAX_BLOCKS) throw new PackageError(`sensitive lists ${listed.length} symbols, more than ${MAX_BLOCKS}`);
   const sensitive = listed.map((symbol, i) => decimal(symbol, `sensitive[${i}]`));
   if (sensitive.some((symbol, i) => (i > 0 && symbol <= sensitive[i - 1]) || symbol >= k)) {
     throw new PackageError(`sensitive symbols must be strictly increasing and below k = ${k}`);
@@ -198,8 +285,12 @@ function hadamardHalf(row, column, inside) {
   return ((parity & 1) === 0) !== inside ? column ^ (row & -row) : column;
 }
 
-/** Counts of n reports for input x over nOutputs outputs (any mechanism with sample). */
+/** Counts of n reports for input x over nOutputs outputs (any mechanism with sample); refused (RangeError with the
+ *  memory estimate) beyond MAX_COUNTED_OUTPUTS outputs: draw with sample() and count the outputs drawn instead. */
 function tally(mechanism, x, n) {
+  if (mechanism.nOutputs > MAX_COUNTED_OUTPUTS) {
+    throw new RangeError(`counts over ${mechanism.nOutputs} outputs would need about ${(8 * mechanism.nOutputs / 2 ** 30).toFixed(1)} GiB (limit ${MAX_COUNTED_OUTPUTS} outputs): draw reports with sample() and count the ones drawn`);
+  }
   const counts = new Array(mechanism.nOutputs).fill(0);
   for (let i = 0; i < n; i++) counts[mechanism.sample(x)]++;
   return counts;
@@ -368,21 +459,41 @@ const KINDS = {
   "high-low-hadamard": [checkHighLow, (document, parsed) => new HighLowMechanism(document, parsed)],
 };
 
-/** Parse (if text), check structure and SHA-256; return a Mechanism (table), HadamardMechanism or HighLowMechanism. Throws PackageError / PackageTampered. */
-export async function loadPackage(source) {
+/** Refuse package text holding a number with a fraction or an exponent (JSON.parse would read 1.0 as 1). */
+function checkNumbers(text) {
+  const outside = text.replace(/"(?:[^"\\]|\\.)*"/g, '""'); // the text with every string emptied
+  const number = outside.match(/-?\d+(?:\.\d+(?:[eE][+-]?\d+)?|[eE][+-]?\d+)/);
+  if (number) {
+    throw new PackageError(`the package holds the number ${number[0].slice(0, 40)}: numbers must be integers written without a fraction or an exponent (schema_version 1, bits 32)`);
+  }
+}
+
+/**
+ * Parse (if text), check structure and SHA-256, authenticate (options: { publicKey } base64 Ed25519 key,
+ * { sha256 } pinned hash, or { allowUnauthenticated: true }); return a Mechanism (table), HadamardMechanism
+ * or HighLowMechanism, whose .trust says how it was authenticated. Throws PackageError / PackageTampered /
+ * PackageUntrusted.
+ */
+export async function loadPackage(source, options = {}) {
   let document = source;
   if (typeof source === "string") {
+    if (source.length > MAX_PACKAGE_CHARACTERS) throw new PackageError(`the package has ${source.length} characters, more than the limit ${MAX_PACKAGE_CHARACTERS}`);
     try {
       document = JSON.parse(source);
     } catch (error) {
       throw new PackageError(`not valid JSON (truncated or malformed): ${error.message}`);
     }
+    checkNumbers(source);
   }
   const [check, build] = KINDS[checkCommon(document)];
   const parsed = check(document);
-  const digest = await packageDigest(document);
+  const canonical = new TextEncoder().encode(canonicalForm(document));
+  const digest = await hexDigest(canonical);
   if (digest !== document.sha256) {
     throw new PackageTampered(`SHA-256 mismatch: the package says ${document.sha256} but its content hashes to ${digest}`);
   }
-  return build(document, parsed);
+  const trust = await authenticate(document, canonical, options);
+  const mechanism = build(document, parsed);
+  mechanism.trust = trust;
+  return mechanism;
 }

@@ -1,0 +1,115 @@
+"""Ed25519 keys and package signatures (``cryptography``).
+
+A package is signed over its canonical form (:func:`designer.deploy.sampler.canonical_bytes`:
+the object without ``sha256`` and ``signature``, the same bytes the hash covers) and
+carries ``signature = {"algorithm": "Ed25519", "public_key": base64, "value": base64}``.
+The clients verify it with a public key the caller trusts
+(:func:`designer.deploy.sampler.verify_signature`); the embedded ``public_key`` only
+names the signer, it is never trusted by itself.
+
+Key files (``ldp-designer keygen --out KEY``) are one line of standard base64 each:
+``KEY`` holds the 32-byte private seed (RFC 8032) and is created with mode 0600;
+``KEY.pub`` holds the 32-byte raw public key, the form WebCrypto imports as ``"raw"``.
+Neither file is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+from designer.deploy.sampler import SIGNATURE, SIGNATURE_ALGORITHM, PackageError, canonical_bytes, decode_base64
+
+PUBLIC_SUFFIX = ".pub"
+
+
+def public_key_path(private_path: str | Path) -> Path:
+    """Where the public key of the private key at ``private_path`` is written (``KEY.pub``)."""
+    path = Path(private_path)
+    return path.with_name(path.name + PUBLIC_SUFFIX)
+
+
+def generate_key_files(private_path: str | Path) -> tuple[Path, Path, bytes]:
+    """Create a new Ed25519 key pair: ``KEY`` (mode 0600) and ``KEY.pub``; return both paths and the public key.
+
+    Raises ``ValueError`` (one line) if either file exists (a key is never overwritten)
+    or cannot be created.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    private_path, public_path = Path(private_path), public_key_path(private_path)
+    for path in (private_path, public_path):
+        if os.path.lexists(path):
+            raise ValueError(f"{path} exists: keygen never overwrites a key (choose another --out)")
+    key = Ed25519PrivateKey.generate()
+    seed = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    _create(private_path, base64.b64encode(seed).decode("ascii") + "\n", 0o600)
+    try:
+        _create(public_path, base64.b64encode(public).decode("ascii") + "\n", 0o644)
+    except BaseException:
+        private_path.unlink(missing_ok=True)
+        raise
+    return private_path, public_path, public
+
+
+def read_private_key(path: str | Path):
+    """The Ed25519 private key in a ``keygen`` file (one line: base64 of the 32-byte seed)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    seed = decode_base64(_read_line(path), 32, f"{path}: private key")
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def read_public_key(path: str | Path) -> bytes:
+    """The raw 32-byte Ed25519 public key in a ``KEY.pub`` file (one line of base64)."""
+    return decode_base64(_read_line(path), 32, f"{path}: public key")
+
+
+def sign_package(document: dict, private_key) -> dict:
+    """The package with its ``signature`` member: Ed25519 over the canonical form (the hash is unchanged)."""
+    from cryptography.hazmat.primitives import serialization
+
+    public = private_key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    value = private_key.sign(canonical_bytes(document))
+    signed = {key: item for key, item in document.items() if key not in ("sha256", SIGNATURE)}
+    signed[SIGNATURE] = {
+        "algorithm": SIGNATURE_ALGORITHM,
+        "public_key": base64.b64encode(public).decode("ascii"),
+        "value": base64.b64encode(value).decode("ascii"),
+    }
+    signed["sha256"] = document["sha256"]
+    return signed
+
+
+def _read_line(path: str | Path) -> str:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read(200).strip()
+    except OSError as error:
+        raise PackageError(f"{path}: cannot read the key ({error.strerror or error.__class__.__name__})") from None
+    except UnicodeDecodeError:
+        raise PackageError(f"{path}: not a key file (one line of base64 expected)") from None
+
+
+def _create(path: Path, text: str, mode: int) -> None:
+    """Write ``text`` to a new file with ``mode`` from the start: a temporary file linked into place (never over one)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot create the key file ({error.strerror or error.__class__.__name__})") from None
+    try:
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temporary, path)
+    except FileExistsError:
+        raise ValueError(f"{path} exists: keygen never overwrites a key (choose another --out)") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot create the key file ({error.strerror or error.__class__.__name__})") from None
+    finally:
+        temporary.unlink(missing_ok=True)
