@@ -1,0 +1,125 @@
+"""A lower bound on the central epsilon: the exact divergence of one concrete distinguishing test.
+
+Neighbouring datasets ``D = (x, z, ..., z)`` and ``D' = (x', z, ..., z)`` (``m`` other
+users holding ``z``) and the test that counts the reports in ``Y+ = {y : Q[x,y] > Q[x',y]}``
+and in ``Y- = {y : Q[x,y] < Q[x',y]}``. The pair of counts ``(h+, h-)`` is a
+post-processing of the shuffled multiset, so its hockey-stick divergence is at most the
+shuffled one (data processing): ``epsilon_lower`` is the largest ``epsilon`` at which the
+test's divergence still exceeds ``delta``. Under ``D`` the other users' counts are
+multinomial ``(m; pi+, pi-)`` and user 1 adds one report to ``Y+`` with probability
+``u+ = Q[x, Y+]``, to ``Y-`` with probability ``u- = Q[x, Y-]``.
+
+The sum runs over a window of counts (leaving terms out only lowers it) in log space
+with :func:`scipy.stats.binom.logpmf`; an absolute margin of ``1e-12 (1 + e^eps)``,
+far above the double-precision error of the terms, is taken off before the comparison.
+For binary randomised response (``Y+ + Y-`` is every output) the test is the shuffled
+count itself, so the value is exact for that dataset.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Largest number of cells of the window of counts.
+MAX_CELLS = 1 << 22
+#: Absolute margin (times 1 + e^eps) taken off the float sum.
+MARGIN = 1e-12
+
+
+@dataclass(frozen=True)
+class CountTest:
+    """The probabilities of the test: user 1 under x (``first``) and x' (``second``), and each other user.
+
+    Each is a pair ``(P(report in Y+), P(report in Y-))``; ``others`` users hold ``z``.
+    """
+
+    first: tuple[float, float]
+    second: tuple[float, float]
+    other: tuple[float, float]
+    others: int
+
+
+def test_delta(epsilon: float, test: CountTest) -> float:
+    """The test's hockey-stick divergence ``sum max(0, P - e^eps P')`` minus the margin (a lower bound)."""
+    first, second, grid = _distributions(test)
+    growth = math.exp(epsilon)
+    value = float(np.maximum(first - growth * second, 0.0).sum())
+    return value - MARGIN * (1 + growth)
+
+
+def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
+    """The largest ``epsilon`` (to 1e-12 relative, rounded down) whose test divergence exceeds ``delta``.
+
+    ``inf`` when the divergence exceeds ``delta`` even at ``epsilon = inf`` (reports of
+    ``x`` impossible under ``x'``, with probability above ``delta``).
+    """
+    first, second, _ = _distributions(test)
+    impossible = float(first[second == 0].sum()) - MARGIN
+    if impossible > delta:
+        return math.inf
+
+    def exceeds(epsilon: float) -> bool:
+        growth = math.exp(epsilon)
+        return float(np.maximum(first - growth * second, 0.0).sum()) - MARGIN * (1 + growth) > delta
+
+    if not exceeds(0.0):
+        return 0.0
+    low, high = 0.0, ceiling
+    if exceeds(high):
+        return high
+    while high - low > 1e-12 * max(high, 1e-300):
+        middle = 0.5 * (low + high)
+        if exceeds(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """``P`` and ``P'`` of the counts ``(h+, h-)`` on a window (flattened), and the window."""
+    from scipy import stats
+
+    m = test.others
+    plus, minus = test.other
+    plus_counts = _window(m, plus)
+    # given h+ (others), h- ~ Bin(m - h+, minus / (1 - plus))
+    minus_share = 0.0 if plus >= 1 else min(1.0, minus / (1 - plus))
+    minus_counts = _window(m, minus)
+    if plus_counts.size * minus_counts.size > MAX_CELLS:  # keep the window near both means
+        half = int(math.isqrt(MAX_CELLS) // 2)
+        plus_counts = _centred(plus_counts, m * plus, half)
+        minus_counts = _centred(minus_counts, m * minus, half)
+    a = np.arange(plus_counts[0], plus_counts[-1] + 2)  # one more for user 1's report
+    b = np.arange(minus_counts[0], minus_counts[-1] + 2)
+    log_plus = stats.binom.logpmf(a, m, plus)
+    log_minus = stats.binom.logpmf(b[None, :], np.maximum(m - a, 0)[:, None], minus_share)
+    others = np.nan_to_num(np.exp(log_plus[:, None] + log_minus), nan=0.0)  # others' (h+, h-) on the window
+
+    def law(u: tuple[float, float]) -> np.ndarray:
+        u_plus, u_minus = u
+        total = np.zeros((a.size + 1, b.size + 1))
+        total[1:, :-1] += u_plus * others
+        total[:-1, 1:] += u_minus * others
+        total[:-1, :-1] += (1.0 - u_plus - u_minus) * others
+        return total[1:-1, 1:-1].ravel()
+
+    # cells at the window's edge miss contributions from outside it: keep only complete cells
+    return law(test.first), law(test.second), (a, b)
+
+
+def _window(m: int, probability: float) -> np.ndarray:
+    if m == 0 or probability == 0:
+        return np.array([0])
+    if probability >= 1:
+        return np.array([m])
+    mean, sd = m * probability, math.sqrt(m * probability * (1 - probability))
+    return np.arange(max(0, math.floor(mean - 13 * sd)), min(m, math.ceil(mean + 13 * sd)) + 1)
+
+
+def _centred(counts: np.ndarray, mean: float, half: int) -> np.ndarray:
+    centre = int(round(mean))
+    return counts[(counts >= centre - half) & (counts <= centre + half)]
