@@ -49,6 +49,9 @@ MEMBERS = {
 #: Symbols (block sizes, k) are below 2^31, so Hadamard rows and columns fit in 32 bits.
 MAX_SYMBOLS = 1 << 31
 KINDS = tuple(MEMBERS)
+#: Members a package of any kind may hold: ``shuffle``, the central guarantee after shuffling
+#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package).
+OPTIONAL_MEMBERS = ("shuffle",)
 
 
 class PackageError(ValueError):
@@ -97,7 +100,7 @@ def check_common(document: dict) -> str:
     if kind not in KINDS:
         raise PackageError(f"unknown package kind {kind!r} (this client samples {', '.join(KINDS)})")
     missing = [member for member in MEMBERS[kind] if member not in document]
-    unknown = sorted(set(document) - set(MEMBERS[kind]))
+    unknown = sorted(set(document) - set(MEMBERS[kind]) - set(OPTIONAL_MEMBERS))
     if missing or unknown:
         raise PackageError(f"package members: missing {missing}, unknown {unknown}")
     bits = document["bits"]

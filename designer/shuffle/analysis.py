@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from designer.shuffle.clones import PairClass
-from designer.shuffle.divergence import epsilon_of, fmt_generic
+from designer.shuffle.divergence import epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 from designer.shuffle.lower import test_delta
@@ -84,10 +84,21 @@ class ShuffleGuarantee:
 
 
 def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None, epsilon: float | None = None,
-                      population: int | None = None) -> ShuffleGuarantee:
+                      population: int | None = None, generic: bool = False) -> ShuffleGuarantee:
     """The central guarantee of ``n`` shuffled reports for the given pair classes.
 
-    Exactly one of ``delta`` (gives epsilon) and ``epsilon`` (gives delta).
+    Parameters
+    ----------
+    pairs : list of PairClass
+        From :func:`designer.shuffle.clones.table_pairs` or the structured-package builders.
+    n : int
+        Number of shuffled reports (users).
+    delta, epsilon : float
+        Exactly one: ``delta`` gives epsilon, ``epsilon`` gives delta.
+    population : int, optional
+        The assumption: at least this many other users hold inputs of the pair's class.
+    generic : bool
+        Also compute FMT's generic bound from the largest local level (``delta`` given).
     """
     if n < 2:
         raise ValueError(f"--n must be at least 2 (one user and the others), got {n}")
@@ -109,12 +120,12 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     value = worst.value[direction]
     lower = _lower(worst.pair, direction, n, population, delta, epsilon)
     locals_ = [r.pair.local[d] for r, d in protected if math.isfinite(r.pair.local[d]) and r.pair.local[d] > 0]
-    generic = math.nan
-    if locals_ and delta is not None:
-        generic = epsilon_of(delta, fmt_generic(max(locals_), n))[0]
+    generic_value = math.nan
+    if generic and locals_ and delta is not None:
+        generic_value = epsilon_of(delta, fmt_generic(max(locals_), n))[0]
     if delta is not None:
-        return ShuffleGuarantee(n, delta, value, lower, results, population, generic)
-    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic, epsilon_given=True)
+        return ShuffleGuarantee(n, delta, value, lower, results, population, generic_value)
+    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True)
 
 
 class _Evaluator:
@@ -124,13 +135,16 @@ class _Evaluator:
         self.delta, self.epsilon = delta, epsilon
         self.cache: dict = {}
 
-    def clones(self, experiment) -> float:
-        if experiment not in self.cache:
+    def clones(self, experiments: list) -> float:
+        """The best outward bound of equally valid experiments (only the most promising one is evaluated outward)."""
+        key = tuple(experiments)
+        if key not in self.cache:
             if self.delta is not None:
-                self.cache[experiment] = epsilon_of(self.delta, experiment)[0]
+                best = min(experiments, key=lambda experiment: epsilon_estimate(self.delta, experiment))
+                self.cache[key] = epsilon_of(self.delta, best)[0]
             else:
-                self.cache[experiment] = min(1.0, divergence_delta_of(self.epsilon, experiment))
-        return self.cache[experiment]
+                self.cache[key] = min(min(1.0, divergence_delta_of(self.epsilon, e)) for e in experiments)
+        return self.cache[key]
 
     def local(self, level: float) -> float:
         """The local level as a central bound: epsilon itself, or delta 0 (level within epsilon) / 1."""
@@ -144,11 +158,11 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     if pair.ratio <= 1:  # equal rows: indistinguishable
         return PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows"))
     candidates = []  # symmetric clone bounds
-    for experiment in pair.experiments(n - 1, pair.share_all):
-        candidates.append((evaluator.clones(experiment), "clones"))
+    worst = pair.experiments(n - 1, pair.share_all)
+    if worst:
+        candidates.append((evaluator.clones(worst), "clones"))
     if population is not None and pair.share_class > 0:
-        for experiment in pair.experiments(population, pair.share_class):
-            candidates.append((evaluator.clones(experiment), "clones+population"))
+        candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))
     values, sources = [], []
     for direction in (0, 1):
         value, source = min([(evaluator.local(pair.local[direction]), "local")] + candidates, key=lambda item: item[0])

@@ -50,6 +50,8 @@ import numpy as np
 MAX_BINS = 96
 #: Most bins of C for the FFT evaluation (each holds one law f_c).
 MAX_LAZY_BINS = 64
+#: Largest mass of C below the window (charged 1): far below any delta worth stating.
+TAIL = 1e-30
 #: Bits of the Arb balls of the proof.
 ARB_BITS = 96
 #: Relative steps by which a float search result is raised until Arb proves it.
@@ -96,35 +98,22 @@ def fmt_generic(epsilon0: float, n: int) -> TwoCountExperiment:
     return TwoCountExperiment(math.exp(epsilon0), 1.0, math.exp(-epsilon0), n - 1)
 
 
-def delta_of(epsilon: float, experiment: TwoCountExperiment, target: float | None = None) -> float:
+def delta_of(epsilon: float, experiment: TwoCountExperiment) -> float:
     """An outward upper bound on ``delta(epsilon)`` (see the module docstring for the two evaluations)."""
-    return _bound(experiment, target).outward(epsilon)
+    return _bound(experiment).outward(epsilon)
 
 
 def epsilon_of(delta: float, experiment: TwoCountExperiment) -> tuple[float, float]:
     """The smallest ``epsilon`` found whose outward ``delta(epsilon) <= delta``, and that outward delta.
 
-    Bisection on the float bound, then the outward evaluation of the result, raised by
-    small relative steps until it is ``<= delta``; ``(inf, 1.0)`` when no finite
-    ``epsilon`` is found.
+    Bisection on the float bound (:func:`epsilon_estimate`), then the outward evaluation
+    of the result, raised by small relative steps until it is ``<= delta``; ``(inf, 1.0)``
+    when no finite ``epsilon`` is found.
     """
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    bound = _bound(experiment, delta)
-    high = math.log(experiment.ratio) if math.isfinite(experiment.ratio) else 60.0
-    if bound.estimate(high) > delta:
+    bound = _bound(experiment)
+    high = _search(bound, _checked(delta), experiment.ratio)
+    if math.isinf(high):
         return math.inf, 1.0
-    low = 0.0
-    if bound.estimate(0.0) <= delta * (1 - 1e-9):
-        high = 0.0
-    for _ in range(64):
-        middle = 0.5 * (low + high)
-        if middle in (low, high) or high - low <= 1e-13 * high:
-            break
-        if bound.estimate(middle) <= delta * (1 - 1e-9):
-            high = middle
-        else:
-            low = middle
     for step in PROOF_STEPS:
         candidate = high * (1 + step) if high > 0 else step
         proved = bound.outward(candidate)
@@ -135,17 +124,46 @@ def epsilon_of(delta: float, experiment: TwoCountExperiment) -> tuple[float, flo
     return math.inf, 1.0
 
 
+def epsilon_estimate(delta: float, experiment: TwoCountExperiment) -> float:
+    """The float search of :func:`epsilon_of` alone (no outward evaluation): to choose between bounds."""
+    return _search(_bound(experiment), _checked(delta), experiment.ratio)
+
+
+def _checked(delta: float) -> float:
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return delta
+
+
+def _search(bound, delta: float, ratio: float) -> float:
+    """Bisection for the smallest epsilon whose float bound is at most ``delta (1 - 1e-9)``."""
+    high = math.log(ratio) if math.isfinite(ratio) else 60.0
+    if bound.estimate(high) > delta:
+        return math.inf
+    low = 0.0
+    if bound.estimate(0.0) <= delta * (1 - 1e-9):
+        return 0.0
+    for _ in range(64):
+        middle = 0.5 * (low + high)
+        if middle in (low, high) or high - low <= 1e-13 * high:
+            break
+        if bound.estimate(middle) <= delta * (1 - 1e-9):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 # ------------------------------------------------------------------ the bins of C
-def _bins(experiment: TwoCountExperiment, target: float | None, most: int) -> _Bins:
+def _bins(experiment: TwoCountExperiment, most: int) -> _Bins:
     from scipy import stats
 
     m, q = experiment.others, experiment.clone_probability
     if m == 0 or q == 0:
         return _Bins(np.zeros(1, dtype=np.int64), np.ones(1), 0.0)
     mean, sd = m * q, math.sqrt(m * q * (1 - q))
-    # lower tail below mean - L sd has mass <= exp(-L^2 (1 - q) / 2) (Chernoff): well below the target
-    tail = 1e-30 if target is None else max(min(target, 1.0) * 1e-6, 1e-300)
-    spread = math.sqrt(2 * math.log(1 / tail) / max(1 - q, 1e-12)) + 1
+    # the mass below mean - L sd, charged 1, is at most exp(-L^2 (1 - q) / 2) (Chernoff): <= TAIL
+    spread = math.sqrt(2 * math.log(1 / TAIL) / max(1 - q, 1e-12)) + 1
     first = max(0, math.floor(mean - spread * sd))
     last = min(m, math.ceil(mean + 8 * sd))
     if last - first + 1 <= most:
@@ -157,10 +175,11 @@ def _bins(experiment: TwoCountExperiment, target: float | None, most: int) -> _B
     return _Bins(left, mass, float(cdf[0]))
 
 
-def _bound(experiment: TwoCountExperiment, target: float | None):
+def _bound(experiment: TwoCountExperiment):
+    """The evaluator of an experiment; its bins depend on the experiment only, so a stored epsilon re-proves."""
     if experiment.informative >= 1:
-        return _BinomialBound(experiment, _bins(experiment, target, MAX_BINS))
-    return _LazyBound(experiment, _bins(experiment, target, MAX_LAZY_BINS))
+        return _BinomialBound(experiment, _bins(experiment, MAX_BINS))
+    return _LazyBound(experiment, _bins(experiment, MAX_LAZY_BINS))
 
 
 # ------------------------------------------------------------------ w = 1: binomial tails, Arb
