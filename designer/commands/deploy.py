@@ -124,9 +124,14 @@ def package_command(
     bits: int = typer.Option(32, "--bits", help="Each table row sums to 2^bits (8 to 64)."),
     prior_file: Path = typer.Option(None, "--prior", help="Prior for the utility loss (default uniform)."),
     as_json: bool = typer.Option(False, "--json", help="Print the package summary as one JSON object."),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help="Also record the central guarantee of shuffling N reports."),
+    shuffle_delta: float = typer.Option(None, "--delta", help="The delta of that central guarantee (with --shuffle-n)."),
 ) -> None:
     """Write a mechanism package: the channel as a certified integer table. Exit 0 written, 1 refused, 2 bad input."""
     from designer.deploy.table import check_bits
+
+    if (shuffle_n is None) != (shuffle_delta is None):
+        raise ValueError("--shuffle-n and --delta go together")
     from designer.io import read_channel, read_privacy_matrix, read_vector
 
     check_bits(bits)
@@ -142,6 +147,10 @@ def package_command(
     from designer.deploy.package import write_package
 
     document = certified_package(channel, privacy, bits, out, prior, prior_file.name if prior_file else "uniform")
+    if shuffle_n is not None:
+        from designer.shuffle.package import add_shuffle_member
+
+        add_shuffle_member(document, shuffle_n, shuffle_delta)
     write_package(out, document)
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],
@@ -159,6 +168,8 @@ def verify_package_command(
     from designer.deploy.package import read_package, verify_package
 
     document = read_package(path)
+    if "shuffle" in document:
+        _verify_shuffle(document, path)
     if document.get("kind") in ("block-hadamard", "high-low-hadamard"):
         _verify_structured(document, path, as_json)
         return
@@ -181,6 +192,17 @@ def verify_package_command(
             f"{path}: the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
             f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
         )
+
+
+def _verify_shuffle(document: dict, path: Path) -> None:
+    """Re-prove a package's recorded central guarantee (designer.shuffle.package); one line on stderr."""
+    from designer.shuffle.package import verify_shuffle_member
+
+    with opening(path):
+        guarantee = verify_shuffle_member(document)
+    member = document["shuffle"]
+    typer.echo(f"shuffle: central epsilon {member['epsilon']} at delta {member['delta']} for n = {member['n']} "
+               f"re-proved (delta there <= {guarantee.delta:.6g})", err=True)
 
 
 def _verify_structured(document: dict, path: Path, as_json: bool) -> None:

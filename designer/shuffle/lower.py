@@ -99,16 +99,19 @@ def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, tuple[np.nd
     log_minus = stats.binom.logpmf(b[None, :], np.maximum(m - a, 0)[:, None], minus_share)
     others = np.nan_to_num(np.exp(log_plus[:, None] + log_minus), nan=0.0)  # others' (h+, h-) on the window
 
-    def law(u: tuple[float, float]) -> np.ndarray:
+    def law(u: tuple[float, float], rows: slice, columns: slice) -> np.ndarray:
         u_plus, u_minus = u
         total = np.zeros((a.size + 1, b.size + 1))
         total[1:, :-1] += u_plus * others
         total[:-1, 1:] += u_minus * others
         total[:-1, :-1] += (1.0 - u_plus - u_minus) * others
-        return total[1:-1, 1:-1].ravel()
+        return total[rows, columns].ravel()
 
-    # cells at the window's edge miss contributions from outside it: keep only complete cells
-    return law(test.first), law(test.second), (a, b)
+    # a cell at the window's edge misses contributions from outside it unless nothing lies there:
+    # keep only complete cells (leaving cells out only lowers the divergence)
+    rows = slice(0 if a[0] == 0 else 1, a.size + 1 if a[-1] >= m else a.size)
+    columns = slice(0 if b[0] == 0 else 1, b.size + 1 if b[-1] >= m else b.size)
+    return law(test.first, rows, columns), law(test.second, rows, columns), (a, b)
 
 
 def _window(m: int, probability: float) -> np.ndarray:
