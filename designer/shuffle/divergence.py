@@ -43,17 +43,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 #: Most bins of N; the integers of a narrower window are their own bins (no grouping).
-MAX_BINS = 96
+MAX_BINS = 256
 #: Most bins of C for the FFT evaluation (each holds one law f_c).
 MAX_LAZY_BINS = 64
 #: Largest mass of C below the window (charged 1): far below any delta worth stating.
 TAIL = 1e-30
 #: Bits of the Arb balls of the proof.
-ARB_BITS = 96
+ARB_BITS = 64
 #: Relative steps by which a float search result is raised until Arb proves it.
 PROOF_STEPS = (0.0, 1e-12, 1e-9, 1e-6, 1e-4, 1e-2)
 
@@ -145,7 +146,7 @@ def _search(bound, delta: float, ratio: float) -> float:
         return 0.0
     for _ in range(64):
         middle = 0.5 * (low + high)
-        if middle in (low, high) or high - low <= 1e-13 * high:
+        if middle in (low, high) or high - low <= 1e-11 * high:
             break
         if bound.estimate(middle) <= delta * (1 - 1e-9):
             high = middle
@@ -175,6 +176,7 @@ def _bins(experiment: TwoCountExperiment, most: int) -> _Bins:
     return _Bins(left, mass, float(cdf[0]))
 
 
+@lru_cache(maxsize=4)
 def _bound(experiment: TwoCountExperiment):
     """The evaluator of an experiment; its bins depend on the experiment only, so a stored epsilon re-proves."""
     if experiment.informative >= 1:
@@ -253,37 +255,38 @@ def _proved_delta(epsilon: float, experiment: TwoCountExperiment, bins: _Bins) -
 
 # ------------------------------------------------------------------ w < 1: lazy steps, FFT
 class _LazyBound:
-    """``w < 1``: the laws ``f_c`` of the bins' left ends by FFT, once; every evaluation adds the error bound."""
+    """``w < 1``: the laws ``P_c``, ``P'_c`` of the bins' left ends by FFT, once; each evaluation adds the error bound.
+
+    Only ``d >= 1`` is kept: ``f_c`` is symmetric and unimodal (log-concave), so
+    ``P_c(d) - P'_c(d) = w (2a - 1)(f_c(d - 1) - f_c(d + 1)) <= 0`` for ``d <= 0``.
+    """
 
     def __init__(self, experiment: TwoCountExperiment, bins: _Bins):
         self.experiment, self.bins = experiment, bins
-        w = experiment.informative
-        self.laws, self.errors = [], []
-        for clones in bins.left.tolist():
-            law, error = _lazy_law(int(clones), w)
-            self.laws.append(law)
-            self.errors.append(error)
+        ratio, w = experiment.ratio, experiment.informative
+        a = 1.0 if math.isinf(ratio) else ratio / (ratio + 1)
+        laws, errors = zip(*(_lazy_law(int(clones), w) for clones in bins.left.tolist()))
+        width = max(law.size // 2 + 2 for law in laws)  # d = 1 .. half + 1
+        self.first = np.zeros((len(laws), width))
+        self.second = np.zeros((len(laws), width))
+        for row, law in enumerate(laws):
+            half = law.size // 2
+            f = np.concatenate((law[half:], [0.0, 0.0]))  # f(0), f(1), ..., f(half), 0, 0
+            before, here, after = f[:-2], f[1:-1], f[2:]  # f(d - 1), f(d), f(d + 1) for d = 1 .. half + 1
+            self.first[row, :before.size] = w * a * before + w * (1 - a) * after + (1 - w) * here
+            self.second[row, :before.size] = w * (1 - a) * before + w * a * after + (1 - w) * here
+        self.errors = np.asarray(errors)
 
     def estimate(self, epsilon: float) -> float:
         return self.outward(epsilon)
 
     def outward(self, epsilon: float) -> float:
-        ratio, w = self.experiment.ratio, self.experiment.informative
         growth = math.exp(epsilon)
-        if growth >= ratio:
+        if growth >= self.experiment.ratio:
             return 0.0
-        a = 1.0 if math.isinf(ratio) else ratio / (ratio + 1)
-        total = self.bins.below
-        for mass, law, error in zip(self.bins.mass.tolist(), self.laws, self.errors):
-            # P_c(d) and P'_c(d) on d = -c-1 .. c+1 (the law shifted by user 1's step)
-            first = np.concatenate(([0.0], law, [0.0]))
-            left_shift = np.concatenate(([0.0, 0.0], law))  # f(d - 1)
-            right_shift = np.concatenate((law, [0.0, 0.0]))  # f(d + 1)
-            p0 = w * a * left_shift + w * (1 - a) * right_shift + (1 - w) * first
-            p1 = w * (1 - a) * left_shift + w * a * right_shift + (1 - w) * first
-            h = float(np.maximum(p0 - growth * p1, 0.0).sum())
-            total += mass * min(1.0, h + (1 + growth) * error)
-        return total * (1 + 1e-12) + 1e-300
+        h = np.maximum(self.first - growth * self.second, 0.0).sum(axis=1)
+        h = np.minimum(1.0, h + (1 + growth) * self.errors)
+        return (self.bins.below + float(np.dot(self.bins.mass, h))) * (1 + 1e-12) + 1e-300
 
 
 def _lazy_law(clones: int, w: float) -> tuple[np.ndarray, float]:

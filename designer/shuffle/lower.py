@@ -51,7 +51,7 @@ def test_delta(epsilon: float, test: CountTest) -> float:
 
 
 def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
-    """The largest ``epsilon`` (to 1e-12 relative, rounded down) whose test divergence exceeds ``delta``.
+    """The largest ``epsilon`` (to 1e-10 relative, rounded down) whose test divergence exceeds ``delta``.
 
     ``inf`` when the divergence exceeds ``delta`` even at ``epsilon = inf`` (reports of
     ``x`` impossible under ``x'``, with probability above ``delta``).
@@ -60,6 +60,8 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     impossible = float(first[second == 0].sum()) - MARGIN
     if impossible > delta:
         return math.inf
+    larger = first > second  # only these cells can count, at any epsilon >= 0
+    first, second = first[larger], second[larger]
 
     def exceeds(epsilon: float) -> bool:
         growth = math.exp(epsilon)
@@ -70,7 +72,7 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     low, high = 0.0, ceiling
     if exceeds(high):
         return high
-    while high - low > 1e-12 * max(high, 1e-300):
+    while high - low > 1e-10 * max(high, 1e-300):
         middle = 0.5 * (low + high)
         if exceeds(middle):
             low = middle
