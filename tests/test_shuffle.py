@@ -252,3 +252,10 @@ def test_concrete_test_is_infinite_when_reports_reveal_the_input():
 def test_experiment_refuses_impossible_parameters():
     with pytest.raises(ValueError):
         TwoCountExperiment(1.0, 1.0, 0.5, 10)
+
+
+def test_public_api_shuffles_a_channel():
+    import designer
+
+    result = designer.shuffle_channel(designer.Channel(randomised_response(3, 1.0)), 1000, delta=1e-6)
+    assert 0 < result.lower <= result.epsilon < 1.0

@@ -128,6 +128,17 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True)
 
 
+def shuffle_channel(channel, n: int, delta: float | None = None, epsilon: float | None = None, privacy=None,
+                    population: int | None = None) -> ShuffleGuarantee:
+    """The central guarantee of ``n`` shuffled reports of ``channel`` (E ``privacy`` optional: protected directions).
+
+    A convenience over :func:`designer.shuffle.sources.channel_pairs` and :func:`shuffle_guarantee`.
+    """
+    from designer.shuffle.sources import channel_pairs
+
+    return shuffle_guarantee(channel_pairs(channel, privacy), n, delta=delta, epsilon=epsilon, population=population)
+
+
 class _Evaluator:
     """Bounds of one run: epsilons at the given ``delta``, or deltas at the given ``epsilon`` (cached)."""
 
