@@ -259,3 +259,18 @@ def test_public_api_shuffles_a_channel():
 
     result = designer.shuffle_channel(designer.Channel(randomised_response(3, 1.0)), 1000, delta=1e-6)
     assert 0 < result.lower <= result.epsilon < 1.0
+
+
+def test_difference_test_for_large_n_uses_the_exact_law_of_h_plus_minus_h_minus():
+    from designer.shuffle.lower import _difference_laws
+
+    test = CountTest((0.6, 0.3), (0.3, 0.6), (0.2, 0.1), 300)
+    first, second, margin = _difference_laws(test)
+    step = np.array([0.1, 0.7, 0.2])  # -1, 0, +1
+    others = np.array([1.0])
+    for _ in range(300):
+        others = np.convolve(others, step)  # d = -300 .. 300
+    user = np.convolve(others, [0.3, 0.1, 0.6])  # user 1 under x: -1, 0, +1; d = -301 .. 301
+    centre, half = round(300 * 0.1), (first.size + 1) // 2  # window of first: centre +- (half - 1)
+    window = user[301 + centre - half + 1: 301 + centre + half]
+    assert margin < 1e-9 and np.max(np.abs(first - window)) < 1e-12

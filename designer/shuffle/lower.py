@@ -12,6 +12,11 @@ multinomial ``(m; pi+, pi-)`` and user 1 adds one report to ``Y+`` with probabil
 The sum runs over a window of counts (leaving terms out only lowers it) in log space
 with :func:`scipy.stats.binom.logpmf`; an absolute margin of ``1e-12 (1 + e^eps)``,
 far above the double-precision error of the terms, is taken off before the comparison.
+When that window would exceed :data:`MAX_CELLS` (large n), the test is the difference
+``h+ - h-`` alone (still a post-processing): the others' difference is a sum of ``m``
+steps ``+1, -1, 0``, whose law comes from an FFT of ``(pi0 + pi+ e^it + pi- e^-it)^m``
+(computed through ``log1p`` and ``atan2``), and the FFT's rounding and aliasing bounds are
+taken off as well.
 For binary randomised response (``Y+ + Y-`` is every output) the test is the shuffled
 count itself, so the value is exact for that dataset.
 """
@@ -44,10 +49,10 @@ class CountTest:
 
 def test_delta(epsilon: float, test: CountTest) -> float:
     """The test's hockey-stick divergence ``sum max(0, P - e^eps P')`` minus the margin (a lower bound)."""
-    first, second, grid = _distributions(test)
+    first, second, margin = _distributions(test)
     growth = math.exp(epsilon)
     value = float(np.maximum(first - growth * second, 0.0).sum())
-    return value - MARGIN * (1 + growth)
+    return value - margin * (1 + growth)
 
 
 def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
@@ -56,8 +61,8 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     ``inf`` when the divergence exceeds ``delta`` even at ``epsilon = inf`` (reports of
     ``x`` impossible under ``x'``, with probability above ``delta``).
     """
-    first, second, _ = _distributions(test)
-    impossible = float(first[second == 0].sum()) - MARGIN
+    first, second, margin = _distributions(test)
+    impossible = float(first[second == 0].sum()) - margin
     if impossible > delta:
         return math.inf
     larger = first > second  # only these cells can count, at any epsilon >= 0
@@ -65,7 +70,7 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
 
     def exceeds(epsilon: float) -> bool:
         growth = math.exp(epsilon)
-        return float(np.maximum(first - growth * second, 0.0).sum()) - MARGIN * (1 + growth) > delta
+        return float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth) > delta
 
     if not exceeds(0.0):
         return 0.0
@@ -81,8 +86,8 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     return low
 
 
-def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """``P`` and ``P'`` of the counts ``(h+, h-)`` on a window (flattened), and the window."""
+def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
+    """``P`` and ``P'`` of the test's statistic (flattened) and the absolute margin per unit of ``1 + e^eps``."""
     from scipy import stats
 
     m = test.others
@@ -91,10 +96,8 @@ def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, tuple[np.nd
     # given h+ (others), h- ~ Bin(m - h+, minus / (1 - plus))
     minus_share = 0.0 if plus >= 1 else min(1.0, minus / (1 - plus))
     minus_counts = _window(m, minus)
-    if plus_counts.size * minus_counts.size > MAX_CELLS:  # keep the window near both means
-        half = int(math.isqrt(MAX_CELLS) // 2)
-        plus_counts = _centred(plus_counts, m * plus, half)
-        minus_counts = _centred(minus_counts, m * minus, half)
+    if plus_counts.size * minus_counts.size > MAX_CELLS:
+        return _difference_laws(test)
     a = np.arange(plus_counts[0], plus_counts[-1] + 2)  # one more for user 1's report
     b = np.arange(minus_counts[0], minus_counts[-1] + 2)
     log_plus = stats.binom.logpmf(a, m, plus)
@@ -113,7 +116,7 @@ def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, tuple[np.nd
     # keep only complete cells (leaving cells out only lowers the divergence)
     rows = slice(0 if a[0] == 0 else 1, a.size + 1 if a[-1] >= m else a.size)
     columns = slice(0 if b[0] == 0 else 1, b.size + 1 if b[-1] >= m else b.size)
-    return law(test.first, rows, columns), law(test.second, rows, columns), (a, b)
+    return law(test.first, rows, columns), law(test.second, rows, columns), MARGIN
 
 
 def _window(m: int, probability: float) -> np.ndarray:
@@ -125,6 +128,35 @@ def _window(m: int, probability: float) -> np.ndarray:
     return np.arange(max(0, math.floor(mean - 13 * sd)), min(m, math.ceil(mean + 13 * sd)) + 1)
 
 
-def _centred(counts: np.ndarray, mean: float, half: int) -> np.ndarray:
-    centre = int(round(mean))
-    return counts[(counts >= centre - half) & (counts <= centre + half)]
+def _difference_laws(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
+    """The laws of ``h+ - h-`` under both datasets by FFT, and the margin (MARGIN + rounding + aliasing)."""
+    u = 2.0 ** -53
+    m = test.others
+    plus, minus = test.other
+    half = int(math.ceil(13 * math.sqrt(m * (plus + minus)))) + 4
+    # aliasing folds mass at distance >= size - half - 1 from the centre onto the window: make that
+    # at least 12 sqrt(m) beyond it (Hoeffding, m steps in [-1, 1]: below 2 e^-72)
+    size = 1 << max(3, math.ceil(math.log2(2 * half + 12 * math.sqrt(m) + 8)))
+    theta = 2 * math.pi * np.arange(size) / size
+    x = 2 * (plus + minus) * np.sin(theta / 2) ** 2  # 1 - Re(phi)
+    y = (plus - minus) * np.sin(theta)  # Im(phi)
+    log_modulus = 0.5 * np.log1p(np.maximum(-2 * x + x * x + y * y, -1 + 1e-300))
+    phase = np.arctan2(y, 1 - x)
+    phi = np.exp(m * log_modulus + 1j * m * phase)
+    values = np.fft.fft(phi).real / size  # f(d) = mean_j phi(t_j) e^(-i t_j d)
+    centre = int(round(m * (plus - minus)))
+    d = np.arange(centre - half, centre + half + 1)
+    law = np.maximum(values[d % size], 0.0)
+    # per point: the transform's rounding, the phase m * arg (relative u) and the modulus (|phi|^m m |log|phi|| <= 1/e)
+    eta = (8 * (math.log2(size) + 2) + 16) * u * float(np.abs(phi).mean()) + 4 * u * m * float(
+        (np.abs(phi) * np.abs(phase)).mean()) + 2 * u
+    reach = size - half - 2 - abs(centre - m * (plus - minus))
+    aliased = 2 * math.exp(-(reach ** 2) / (2 * m)) if reach > 0 else 1.0
+
+    def shifted(u_pair: tuple[float, float]) -> np.ndarray:
+        u_plus, u_minus = u_pair
+        padded = np.concatenate(([0.0], law, [0.0]))
+        # user 1 adds +1, -1 or 0: P(D = d) = u+ f(d - 1) + u- f(d + 1) + u0 f(d), complete cells only
+        return (u_plus * padded[:-2] + u_minus * padded[2:] + (1 - u_plus - u_minus) * padded[1:-1])[1:-1]
+
+    return shifted(test.first), shifted(test.second), MARGIN + size * eta + aliased
