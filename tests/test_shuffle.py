@@ -274,3 +274,20 @@ def test_difference_test_for_large_n_uses_the_exact_law_of_h_plus_minus_h_minus(
     centre, half = round(300 * 0.1), (first.size + 1) // 2  # window of first: centre +- (half - 1)
     window = user[301 + centre - half + 1: 301 + centre + half]
     assert margin < 1e-9 and np.max(np.abs(first - window)) < 1e-12
+
+
+def test_structured_package_records_its_guarantee_under_the_schema(tmp_path):
+    from jsonschema import Draft202012Validator
+
+    from designer.deploy.package import SCHEMA_PATH
+    from designer.deploy.vectorised import VectorisedSampler
+
+    out = tmp_path / "hr.json"
+    written = runner.invoke(app, ["package-hadamard", "--block-sizes", "64*4", "--eps", "1", "--out", str(out),
+                                  "--shuffle-n", "5000", "--delta", "1e-6", "--population", "1000"])
+    assert written.exit_code == 0, written.output
+    document = json.loads(out.read_text())
+    Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
+    assert document["shuffle"]["population"] == "1000" and float(document["shuffle"]["epsilon"]) < 1.0
+    assert VectorisedSampler(document, 1).counts(0, 10).sum() == 10  # clients accept the member
+    assert runner.invoke(app, ["verify-package", str(out)]).exit_code == 0

@@ -98,6 +98,24 @@ def robust_package(channel, confidence, epsilon: float, out: Path) -> dict:
     return document
 
 
+SHUFFLE_N_HELP = "Also record the central guarantee of shuffling N reports (designer.shuffle)."
+SHUFFLE_DELTA_HELP = "The delta of that central guarantee (with --shuffle-n)."
+SHUFFLE_POPULATION_HELP = "Its assumption: at least this many other users hold inputs of each pair's class."
+
+
+def _check_shuffle_options(shuffle_n, delta, population) -> None:
+    if (shuffle_n is None) != (delta is None) or (population is not None and shuffle_n is None):
+        raise ValueError("--shuffle-n and --delta go together (and --population needs them)")
+
+
+def _record_shuffle(document: dict, shuffle_n, delta, population) -> None:
+    """Add the ``shuffle`` member (central guarantee) to a built package and re-hash it, if asked."""
+    if shuffle_n is not None:
+        from designer.shuffle.package import add_shuffle_member
+
+        add_shuffle_member(document, shuffle_n, delta, population)
+
+
 def describe_package(document: dict, out: Path, console: Console) -> None:
     """Print what a package holds: size, rounding method, loss, hash."""
     utility = document["utility"]
@@ -124,14 +142,14 @@ def package_command(
     bits: int = typer.Option(32, "--bits", help="Each table row sums to 2^bits (8 to 64)."),
     prior_file: Path = typer.Option(None, "--prior", help="Prior for the utility loss (default uniform)."),
     as_json: bool = typer.Option(False, "--json", help="Print the package summary as one JSON object."),
-    shuffle_n: int = typer.Option(None, "--shuffle-n", help="Also record the central guarantee of shuffling N reports."),
-    shuffle_delta: float = typer.Option(None, "--delta", help="The delta of that central guarantee (with --shuffle-n)."),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
+    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
+    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Write a mechanism package: the channel as a certified integer table. Exit 0 written, 1 refused, 2 bad input."""
     from designer.deploy.table import check_bits
 
-    if (shuffle_n is None) != (shuffle_delta is None):
-        raise ValueError("--shuffle-n and --delta go together")
+    _check_shuffle_options(shuffle_n, shuffle_delta, population)
     from designer.io import read_channel, read_privacy_matrix, read_vector
 
     check_bits(bits)
@@ -147,10 +165,7 @@ def package_command(
     from designer.deploy.package import write_package
 
     document = certified_package(channel, privacy, bits, out, prior, prior_file.name if prior_file else "uniform")
-    if shuffle_n is not None:
-        from designer.shuffle.package import add_shuffle_member
-
-        add_shuffle_member(document, shuffle_n, shuffle_delta)
+    _record_shuffle(document, shuffle_n, shuffle_delta, population)
     write_package(out, document)
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],
@@ -237,10 +252,15 @@ def package_hadamard_command(
     epsilon: str = typer.Option(..., "--eps", help="Level inside a block, exact text (log(3), 1, 1/2)."),
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Precision of the coin: T / 2^bits (8 to 64)."),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
+    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
+    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Package block Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.package import write_package
     from designer.deploy.structured import build_hadamard_package
+
+    _check_shuffle_options(shuffle_n, shuffle_delta, population)
 
     sizes = []
     for item in block_sizes.split(","):
@@ -252,6 +272,7 @@ def package_hadamard_command(
     if len(sizes) > 1 << 20:
         raise ValueError(f"--block-sizes: {len(sizes)} blocks is too many (at most 2^20)")
     document = build_hadamard_package(sizes, epsilon, bits)
+    _record_shuffle(document, shuffle_n, shuffle_delta, population)
     write_package(out, document)
     utility = document["utility"]
     Console().print(escape(
@@ -273,16 +294,22 @@ def package_high_low_command(
     ),
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Precision of the coin and keep thresholds: T / 2^bits (8 to 64)."),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
+    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
+    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Package high-low Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.package import write_package
     from designer.deploy.structured import build_high_low_package, parse_symbols
+
+    _check_shuffle_options(shuffle_n, shuffle_delta, population)
 
     try:
         symbols = parse_symbols(sensitive)
     except ValueError as error:
         raise ValueError(f"--sensitive: {error}") from None
     document = build_high_low_package(k, symbols, epsilon, bits)
+    _record_shuffle(document, shuffle_n, shuffle_delta, population)
     write_package(out, document)
     utility = document["utility"]
     Console().print(escape(
