@@ -156,7 +156,7 @@ def test_mixing_toward_uniform_never_raises_the_central_epsilon():
 
 
 def test_more_users_never_raise_the_central_epsilon():
-    values = [guarantee(randomised_response(3, 2.0), n, 1e-6).epsilon for n in (100, 1000, 10_000, 100_000)]
+    values = [guarantee(randomised_response(3, 2.0), n, 1e-6).epsilon for n in (100, 1000, 5000, 20_000)]
     assert all(later <= earlier for earlier, later in zip(values, values[1:]))
 
 
@@ -231,7 +231,7 @@ def test_package_records_the_central_guarantee_and_verify_package_reproves_it(tm
     write_channel(channel, randomised_response(2, 2.0))
     privacy.write_text("0,2\n2,0\n")
     written = runner.invoke(app, ["package", "--E", str(privacy), "--channel", str(channel), "--out", str(out),
-                                  "--shuffle-n", "10000", "--delta", "1e-6"])
+                                  "--shuffle-n", "2000", "--delta", "1e-6"])
     assert written.exit_code == 0, written.output
     document = json.loads(out.read_text())
     stored = float(document["shuffle"]["epsilon"])

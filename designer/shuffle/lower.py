@@ -140,7 +140,8 @@ def _difference_laws(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
     theta = 2 * math.pi * np.arange(size) / size
     x = 2 * (plus + minus) * np.sin(theta / 2) ** 2  # 1 - Re(phi)
     y = (plus - minus) * np.sin(theta)  # Im(phi)
-    log_modulus = 0.5 * np.log1p(np.maximum(-2 * x + x * x + y * y, -1 + 1e-300))
+    with np.errstate(divide="ignore"):  # |phi| = 0 (e.g. pi+ = pi- = 1/2 at t = pi): log 0 = -inf, phi^m = 0
+        log_modulus = 0.5 * np.log1p(np.maximum(-2 * x + x * x + y * y, -1.0))
     phase = np.arctan2(y, 1 - x)
     phi = np.exp(m * log_modulus + 1j * m * phase)
     values = np.fft.fft(phi).real / size  # f(d) = mean_j phi(t_j) e^(-i t_j d)
