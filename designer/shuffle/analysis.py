@@ -30,6 +30,10 @@ from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 from designer.shuffle.lower import test_delta
 
 
+#: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
+MAX_USERS = 10**9
+
+
 @dataclass(frozen=True)
 class PairGuarantee:
     """The central guarantee of one pair class, both directions (``x -> x'`` then ``x' -> x``).
@@ -100,8 +104,8 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     generic : bool
         Also compute FMT's generic bound from the largest local level (``delta`` given).
     """
-    if n < 2:
-        raise ValueError(f"--n must be at least 2 (one user and the others), got {n}")
+    if not 2 <= n <= MAX_USERS:
+        raise ValueError(f"--n must be from 2 to {MAX_USERS:,} (above, the FFT laws need more than ~200 MB), got {n}")
     if (delta is None) == (epsilon is None):
         raise ValueError("give exactly one of --delta and --epsilon")
     if delta is not None and not 0 < delta < 1:

@@ -13,6 +13,9 @@ import numpy as np
 
 from designer.shuffle.clones import PairClass, block_hadamard_pairs, high_low_pairs, table_pairs
 
+#: Most inputs of a channel table analysed pair by pair.
+MAX_TABLE_INPUTS = 100
+
 
 def channel_pairs(channel, privacy=None) -> list[PairClass]:
     """The pair classes of a channel; E (optional) says which directions are protected (finite entries)."""
@@ -23,6 +26,9 @@ def channel_pairs(channel, privacy=None) -> list[PairClass]:
         protected = np.isfinite(privacy.epsilon)
     if channel.k < 2:
         raise ValueError("the channel has one input: no pair of neighbouring datasets to compare")
+    if channel.k > MAX_TABLE_INPUTS:
+        raise ValueError(f"the channel has {channel.k} inputs: at most {MAX_TABLE_INPUTS} are analysed pair by pair "
+                         "(every distinct pair needs its own proof); package a structured mechanism instead")
     return table_pairs(channel.matrix, protected, channel.input_labels)
 
 
