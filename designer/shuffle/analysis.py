@@ -187,11 +187,14 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
 
 
 def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon) -> float:
-    """The concrete test's bound for the worst pair's direction (epsilon_lower, or delta_lower)."""
-    use_class = population is not None and (pair.share_all == 0 or pair.test_all == (0.0, 0.0))
-    others = n - 1
-    if use_class and pair.test_all == (0.0, 0.0):
-        others = population  # the remaining users hold inputs whose reports never enter the test
+    """The concrete test's bound for the worst pair's direction (epsilon_lower, or delta_lower).
+
+    Under a population assumption the dataset must satisfy it: the other users hold the
+    class's test input (only ``population`` of them when an input whose reports never enter
+    the test exists for the rest).
+    """
+    use_class = population is not None
+    others = population if use_class and pair.test_all == (0.0, 0.0) else n - 1
     test = pair.test(others, use_class)
     if direction == 1:
         test = type(test)(test.second, test.first, test.other, test.others)
