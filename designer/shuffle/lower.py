@@ -12,7 +12,8 @@ multinomial ``(m; pi+, pi-)`` and user 1 adds one report to ``Y+`` with probabil
 The sum runs over a window of counts (leaving terms out only lowers it) in log space
 with :func:`scipy.stats.binom.logpmf`; an absolute margin of ``1e-12 (1 + e^eps)``,
 far above the double-precision error of the terms, is taken off before the comparison.
-When that window would exceed :data:`MAX_CELLS` (large n), the test is the difference
+When that window would exceed :data:`MAX_CELLS` (large n), the larger of two bounds is kept:
+the counts on a window of that many cells around their means, and the difference
 ``h+ - h-`` alone (still a post-processing): the others' difference is a sum of ``m``
 steps ``+1, -1, 0``, whose law comes from an FFT of ``(pi0 + pi+ e^it + pi- e^-it)^m``
 (computed through ``log1p`` and ``atan2``), and the FFT's rounding and aliasing bounds are
@@ -49,10 +50,9 @@ class CountTest:
 
 def test_delta(epsilon: float, test: CountTest) -> float:
     """The test's hockey-stick divergence ``sum max(0, P - e^eps P')`` minus the margin (a lower bound)."""
-    first, second, margin = _distributions(test)
     growth = math.exp(epsilon)
-    value = float(np.maximum(first - growth * second, 0.0).sum())
-    return value - margin * (1 + growth)
+    return max(float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth)
+               for first, second, margin in _statistics(test))
 
 
 def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
@@ -61,7 +61,10 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     ``inf`` when the divergence exceeds ``delta`` even at ``epsilon = inf`` (reports of
     ``x`` impossible under ``x'``, with probability above ``delta``).
     """
-    first, second, margin = _distributions(test)
+    return max(_largest_epsilon(delta, *statistic, ceiling) for statistic in _statistics(test))
+
+
+def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin: float, ceiling: float) -> float:
     impossible = float(first[second == 0].sum()) - margin
     if impossible > delta:
         return math.inf
@@ -86,8 +89,12 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     return low
 
 
-def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
-    """``P`` and ``P'`` of the test's statistic (flattened) and the absolute margin per unit of ``1 + e^eps``."""
+def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """``P``, ``P'`` (flattened) and the absolute margin per unit of ``1 + e^eps`` of each statistic used.
+
+    The counts on their window; beyond :data:`MAX_CELLS`, the difference ``h+ - h-`` and the
+    counts on a window of ``MAX_CELLS`` cells around their means (the larger bound wins).
+    """
     from scipy import stats
 
     m = test.others
@@ -96,8 +103,12 @@ def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
     # given h+ (others), h- ~ Bin(m - h+, minus / (1 - plus))
     minus_share = 0.0 if plus >= 1 else min(1.0, minus / (1 - plus))
     minus_counts = _window(m, minus)
+    statistics = []
     if plus_counts.size * minus_counts.size > MAX_CELLS:
-        return _difference_laws(test)
+        statistics.append(_difference_laws(test))
+        half = int(math.isqrt(MAX_CELLS) // 2)
+        plus_counts = _centred(plus_counts, m * plus, half)
+        minus_counts = _centred(minus_counts, m * minus, half)
     a = np.arange(plus_counts[0], plus_counts[-1] + 2)  # one more for user 1's report
     b = np.arange(minus_counts[0], minus_counts[-1] + 2)
     log_plus = stats.binom.logpmf(a, m, plus)
@@ -116,7 +127,12 @@ def _distributions(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
     # keep only complete cells (leaving cells out only lowers the divergence)
     rows = slice(0 if a[0] == 0 else 1, a.size + 1 if a[-1] >= m else a.size)
     columns = slice(0 if b[0] == 0 else 1, b.size + 1 if b[-1] >= m else b.size)
-    return law(test.first, rows, columns), law(test.second, rows, columns), MARGIN
+    return statistics + [(law(test.first, rows, columns), law(test.second, rows, columns), MARGIN)]
+
+
+def _centred(counts: np.ndarray, mean: float, half: int) -> np.ndarray:
+    centre = int(round(mean))
+    return counts[(counts >= centre - half) & (counts <= centre + half)]
 
 
 def _window(m: int, probability: float) -> np.ndarray:
