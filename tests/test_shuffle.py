@@ -49,13 +49,18 @@ def shuffled_law(matrix: np.ndarray, values) -> dict:
     return law
 
 
-def exact_worst_epsilon(matrix: np.ndarray, n: int, delta: float) -> float:
-    """The replace-one central epsilon: max over the others' datasets and ordered pairs (bisection on the exact sum)."""
+def exact_worst_epsilon(matrix: np.ndarray, n: int, delta: float, admissible=None) -> float:
+    """The replace-one central epsilon: max over the others' datasets and ordered pairs (bisection on the exact sum).
+
+    ``admissible(x, x2, others)`` restricts the pairs and datasets (an assumption); every one by default.
+    """
     k = matrix.shape[0]
     worst = 0.0
     for others in itertools.combinations_with_replacement(range(k), n - 1):
         laws = [shuffled_law(matrix, (x,) + others) for x in range(k)]
         for x, x2 in itertools.permutations(range(k), 2):
+            if admissible is not None and not admissible(x, x2, others):
+                continue
             first, second = laws[x], laws[x2]
 
             def divergence(epsilon):
@@ -83,6 +88,25 @@ def test_exact_enumeration_lies_between_the_lower_and_the_upper_bound(matrix, n,
     assert result.lower <= exact * (1 + 1e-9) + 1e-12
     assert exact <= result.epsilon
     assert result.epsilon <= max(max(r.pair.local) for r in result.pairs)  # never above the local level
+
+
+def test_population_assumption_bounds_the_exact_worst_case_among_datasets_satisfying_it():
+    """Block RR (two blocks of 2): within-block pairs, at least 3 of the 6 other users in the pair's block."""
+    block = randomised_response(2, 1.5)
+    matrix = np.zeros((4, 4))
+    matrix[:2, :2], matrix[2:, 2:] = block, block
+    protected = np.array([[True, True, False, False], [True, True, False, False],
+                          [False, False, True, True], [False, False, True, True]])
+
+    def admissible(x, x2, others):
+        same = {0, 1} if x < 2 else {2, 3}
+        return protected[x, x2] and sum(value in same for value in others) >= 3
+
+    exact = exact_worst_epsilon(matrix, 7, 0.05, admissible)
+    result = shuffle_guarantee(table_pairs(matrix, protected, ["0", "1", "2", "3"]), 7, delta=0.05, population=3)
+    assert result.lower <= exact * (1 + 1e-9) + 1e-12 and exact <= result.epsilon
+    assert result.epsilon < 1.5  # amplified below the local level by the assumed users
+    assert "at least 3" in result.assumption
 
 
 # ------------------------------------------------------------------ closed forms
