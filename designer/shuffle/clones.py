@@ -20,9 +20,10 @@ With the other users' values unknown (worst case), the share is the minimum over
 input; under a population assumption (at least ``m`` other users hold inputs of the
 pair's class), the minimum over that class counts for ``m`` users.
 
-Every number is rounded toward the worse case: ``p`` and ``w`` up, ``TV`` and shares
-down (relative steps of a few units in the last place, above the rounding error of
-the float sums; the structured packages' numbers are exact fractions, rounded outward).
+Every number is rounded toward the worse case, by relative steps of a few units in the last
+place (above the rounding error of the float sums): ``p`` up, shares down; ``TV``, hence ``w``,
+is kept as an interval whose width the divergence accounts for. A structured package's numbers
+are exact fractions, rounded outward.
 """
 
 from __future__ import annotations
@@ -96,9 +97,10 @@ class PairClass:
         p = self.ratio
         factor = 1.0 if math.isinf(p) else (p + 1) / (p - 1)
         informative = min(1.0, self.tv[1] * factor * (1 + 4 * _ULP))
+        spread = informative - self.tv[0] * factor * (1 - 4 * _ULP)  # the exact w lies in [informative - spread, ...]
         share = max(0.0, min(1.0, share))
         others = others if share > 0 else 0
-        result = [TwoCountExperiment(p, informative, share, others)]
+        result = [TwoCountExperiment(p, informative, share, others, spread if informative < 1 else 0.0)]
         if math.isfinite(p) and informative < 1:
             result.append(TwoCountExperiment(p, 1.0, share, others))
         return result

@@ -34,7 +34,8 @@ Two evaluations, both outward:
   evaluated in Arb ball arithmetic (python-flint: regularised incomplete beta functions);
   the upper end of the ball is the proved ``delta``;
 * ``w < 1``: ``f_c`` by an FFT of ``(1 - w + w cos t)^c`` on ``L`` points, with an explicit
-  error bound added to ``delta``: the aliased mass (Hoeffding, ``2 exp(-(L/2 - 2)^2 / (2c))``)
+  error bound added to ``delta``: the distance to the exact ``w`` (known to a few units in the
+  last place; Pinsker on ``Bin(c, w)``: ``sqrt(c) dw / (2 sqrt(w (1 - w))) + dw``), the aliased mass (Hoeffding, ``2 exp(-(L/2 - 2)^2 / (2c))``)
   and the rounding error of the transform (``8 (log2 L + 2) u`` times the mean of
   ``|phi|`` per point, ``u = 2^-53``), each times ``(1 + e^eps)``; the bin masses are float
   binomial CDF differences, charged ``1e-13`` absolute per bin (their relative error is far smaller).
@@ -69,7 +70,10 @@ class TwoCountExperiment:
     ratio : float
         ``p >= max_y max(Q[x,y]/Q[x',y], Q[x',y]/Q[x,y])`` (``inf`` allowed), ``p > 1``.
     informative : float
-        ``w`` in ``(0, 1]``, rounded up.
+        ``w`` in ``(0, 1]`` (the float used).
+    informative_spread : float
+        The exact ``w`` of the decomposition lies within this distance of ``informative``
+        (its total variation is known to a few units in the last place); 0 for ``w = 1``.
     clone_probability : float
         ``r`` in ``[0, 1]``, the probability that another user is a clone, rounded down.
     others : int
@@ -80,6 +84,7 @@ class TwoCountExperiment:
     informative: float
     clone_probability: float
     others: int
+    informative_spread: float = 0.0
 
     def __post_init__(self):
         if not self.ratio > 1 or not 0 < self.informative <= 1 or not 0 <= self.clone_probability <= 1 or self.others < 0:
@@ -267,6 +272,11 @@ class _LazyBound:
         ratio, w = experiment.ratio, experiment.informative
         a = 1.0 if math.isinf(ratio) else ratio / (ratio + 1)
         laws, errors = zip(*(_lazy_law(int(clones), w) for clones in bins.left.tolist()))
+        # the exact w differs by at most `spread`: the laws move by at most (Pinsker on the number of
+        # informative steps, Bin(c, w), plus user 1's step) sqrt(c) spread / (2 sqrt(w (1 - w))) + spread
+        spread = experiment.informative_spread
+        errors = [error + math.sqrt(clones) * spread / (2 * math.sqrt(w * (1 - w))) + spread
+                  for error, clones in zip(errors, bins.left.tolist())]
         width = max(law.size // 2 + 2 for law in laws)  # d = 1 .. half + 1
         self.first = np.zeros((len(laws), width))
         self.second = np.zeros((len(laws), width))
