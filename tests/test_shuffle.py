@@ -233,6 +233,8 @@ def test_cli_prints_one_json_document_with_bounds_and_matrix(tmp_path):
     given = runner.invoke(app, ["shuffle", "--channel", str(channel), "--n", "500", "--epsilon",
                                 repr(payload["epsilon"]), "--json"])
     assert json.loads(given.stdout)["delta"] <= 1e-6
+    compared = runner.invoke(app, ["shuffle", "--channel", str(channel), "--n", "500", "--delta", "1e-6", "--generic"])
+    assert compared.exit_code == 0 and "generic bound" in compared.stdout
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -36,13 +36,16 @@ def shuffle_command(
         None, "--population",
         help="Assume at least this many other users hold inputs of each pair's class (e.g. its block).",
     ),
+    generic: bool = typer.Option(
+        False, "--generic", help="Also print the generic bound (FMT, from the largest local level alone; with --delta).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Central privacy after shuffling n reports (replace-one neighbours). Exit 0, 1 tampered package, 2 bad input."""
     from designer.shuffle.analysis import shuffle_guarantee
 
     pairs, source = _pairs(channel_file, e_file, package_file)
-    guarantee = shuffle_guarantee(pairs, n, delta=delta, epsilon=epsilon, population=population)
+    guarantee = shuffle_guarantee(pairs, n, delta=delta, epsilon=epsilon, population=population, generic=generic)
     payload = _payload(guarantee, source)
     if as_json:
         print_json(payload)
@@ -86,6 +89,8 @@ def _payload(guarantee, source: str) -> dict:
         "assumption": guarantee.assumption, "population": guarantee.population,
         "bound": "proved upper bound (outward rounding)" + ("; delta computed at the given epsilon" if given_epsilon else ""),
     }
+    if not math.isnan(guarantee.generic):
+        payload["generic_epsilon"] = _number(guarantee.generic)
     key = "delta" if given_epsilon else "epsilon"
     classes = []
     for result in guarantee.pairs:
@@ -118,6 +123,8 @@ def _print(guarantee, payload: dict, console: Console) -> None:
     else:
         console.print(f"  [bold]central epsilon <= {guarantee.epsilon:.6g}[/] at delta = {guarantee.delta:g} "
                       f"(proved); a concrete test needs epsilon >= {guarantee.lower:.6g}")
+        if "generic_epsilon" in payload:
+            console.print(f"  generic bound from the local level alone (Feldman-McMillan-Talwar): {guarantee.generic:.6g}")
     key = "delta" if given_epsilon else "epsilon"
     shown = payload["pairs"] if len(payload["pairs"]) <= 12 else sorted(
         payload["pairs"], key=lambda entry: -max(float(v) for v in entry[key]))[:12]
