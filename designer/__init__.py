@@ -11,7 +11,9 @@ Public API (see README.md):
 * :mod:`designer.estimation` — unbiased inverse and EM maximum likelihood for any channel;
 * :mod:`designer.theory` — the error bounds (17), (20) and sample complexities;
 * :class:`ConfidenceSet` — the χ² confidence set F of robust LDP (robust-ldp-chi-square.md);
-  :mod:`designer.robust` holds its protocols, PolyOpt and the robust certifier.
+  :mod:`designer.robust` holds its protocols, PolyOpt and the robust certifier;
+* :func:`shuffle_channel` — the central (epsilon, delta) guarantee of n shuffled reports of a
+  channel (:mod:`designer.shuffle`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ _PUBLIC = {
     "parallel_composition": "designer.channel",
     "project_onto_simplex": "designer.estimation",
     "sequential_composition": "designer.channel",
+    "shuffle_channel": "designer.shuffle.analysis",
     "unbiased_estimate": "designer.estimation",
     "warner": "designer.mechanisms",
 }
@@ -85,6 +88,7 @@ __all__ = [
     "parallel_composition",
     "project_onto_simplex",
     "sequential_composition",
+    "shuffle_channel",
     "unbiased_estimate",
     "warner",
 ]
@@ -109,6 +113,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     )
     from designer.range_mechanism import L1RangeMechanism, RangeOracle
     from designer.robust.confidence import ConfidenceSet
+    from designer.shuffle.analysis import shuffle_channel
     from designer.spec import PrivacyMatrix
 
 

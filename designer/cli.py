@@ -21,7 +21,7 @@ from designer.commands import BAD_INPUT
 
 NAME = "ldp-designer"
 #: The modules under :mod:`designer.commands`, in the order ``--help`` lists their commands.
-COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "deploy", "audit", "sweep", "estimate"]
+COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "deploy", "audit", "sweep", "estimate", "shuffle"]
 #: The module whose ``register`` adds each command (``tests/test_cli_lazy_commands.py`` checks it).
 COMMANDS = {
     "certify": "certify",
@@ -43,6 +43,7 @@ COMMANDS = {
     "audit": "audit",
     "sweep": "sweep",
     "estimate": "estimate",
+    "shuffle": "shuffle",
 }
 
 

@@ -186,6 +186,24 @@ def robust_package(channel, confidence, epsilon: float, out: Path) -> dict:
     return document
 
 
+SHUFFLE_N_HELP = "Also record the central guarantee of shuffling N reports (designer.shuffle)."
+SHUFFLE_DELTA_HELP = "The delta of that central guarantee (with --shuffle-n)."
+SHUFFLE_POPULATION_HELP = "Its assumption: at least this many other users hold inputs of each pair's class."
+
+
+def _check_shuffle_options(shuffle_n, delta, population) -> None:
+    if (shuffle_n is None) != (delta is None) or (population is not None and shuffle_n is None):
+        raise ValueError("--shuffle-n and --delta go together (and --population needs them)")
+
+
+def _record_shuffle(document: dict, shuffle_n, delta, population) -> None:
+    """Add the ``shuffle`` member (central guarantee) to a built package and re-hash it, if asked."""
+    if shuffle_n is not None:
+        from designer.shuffle.package import add_shuffle_member
+
+        add_shuffle_member(document, shuffle_n, delta, population)
+
+
 def describe_package(document: dict, out: Path, console: Console) -> None:
     """Print what a package holds: size, rounding method, loss, hash."""
     utility = document["utility"]
@@ -222,9 +240,14 @@ def package_command(
     prior_file: Path = typer.Option(None, "--prior", help="Prior for the utility loss (default uniform)."),
     sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the package summary as one JSON object."),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
+    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
+    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Write a mechanism package: the channel as a certified integer table. Exit 0 written, 1 refused, 2 bad input."""
     from designer.deploy.table import check_bits
+
+    _check_shuffle_options(shuffle_n, shuffle_delta, population)
     from designer.io import read_channel, read_privacy_matrix, read_vector
 
     check_bits(bits)
@@ -241,7 +264,9 @@ def package_command(
     from designer.deploy.package import write_package
 
     prior_name = "uniform" if prior_file is None else (prior_file.name if prior_file.name != "uniform" else "file uniform")
-    document = seal(certified_package(channel, privacy, bits, out, prior, prior_name), key)
+    document = certified_package(channel, privacy, bits, out, prior, prior_name)
+    _record_shuffle(document, shuffle_n, shuffle_delta, population)
+    document = seal(document, key)
     write_package(out, document)
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],
@@ -260,6 +285,8 @@ def verify_package_command(
 ) -> None:
     """Re-certify a package from scratch. Exit 0 certified, 1 tampered, untrusted, violated or weaker than --E, 2 bad input."""
     checked = check_package(path, policy_file, public_key, sha256)
+    if "shuffle" in checked.document:
+        _verify_shuffle(checked.document, path)
     extra = {"trust": checked.trust, "policy": None if checked.policy is None else checked.policy.to_dict()}
     if checked.document["kind"] != "table":
         _verify_structured(checked, path, as_json, extra)
@@ -289,6 +316,17 @@ def why_violated(verification) -> str:
     violation = verification.certificate.violations[0]
     return (f"the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
             f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}")
+
+
+def _verify_shuffle(document: dict, path: Path) -> None:
+    """Re-prove a package's recorded central guarantee (designer.shuffle.package); one line on stderr."""
+    from designer.shuffle.package import verify_shuffle_member
+
+    with opening(path):
+        guarantee = verify_shuffle_member(document)
+    member = document["shuffle"]
+    typer.echo(f"shuffle: central epsilon {member['epsilon']} at delta {member['delta']} for n = {member['n']} "
+               f"re-proved (delta there <= {guarantee.delta:.6g})", err=True)
 
 
 def print_trust(checked: CheckedPackage, policy_file: Path | None, console: Console) -> None:
@@ -330,17 +368,23 @@ def package_hadamard_command(
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Precision of the coin: T / 2^bits (8 to 64)."),
     sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
+    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
+    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Package block Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.package import write_package
     from designer.deploy.structured import build_hadamard_package, parse_block_sizes
 
+    _check_shuffle_options(shuffle_n, shuffle_delta, population)
     key = signing_key(sign)
     try:
         sizes = parse_block_sizes(block_sizes)
     except ValueError as error:
         raise ValueError(f"--block-sizes: {error}") from None
-    document = seal(build_hadamard_package(sizes, epsilon, bits), key)
+    document = build_hadamard_package(sizes, epsilon, bits)
+    _record_shuffle(document, shuffle_n, shuffle_delta, population)
+    document = seal(document, key)
     write_package(out, document)
     utility = document["utility"]
     Console().print(escape(
@@ -364,17 +408,23 @@ def package_high_low_command(
     out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
     bits: int = typer.Option(32, "--bits", help="Precision of the coin and keep thresholds: T / 2^bits (8 to 64)."),
     sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
+    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
+    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
+    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Package high-low Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.package import write_package
     from designer.deploy.structured import build_high_low_package, parse_symbols
 
+    _check_shuffle_options(shuffle_n, shuffle_delta, population)
     key = signing_key(sign)
     try:
         symbols = parse_symbols(sensitive)
     except ValueError as error:
         raise ValueError(f"--sensitive: {error}") from None
-    document = seal(build_high_low_package(k, symbols, epsilon, bits), key)
+    document = build_high_low_package(k, symbols, epsilon, bits)
+    _record_shuffle(document, shuffle_n, shuffle_delta, population)
+    document = seal(document, key)
     write_package(out, document)
     utility = document["utility"]
     Console().print(escape(

@@ -78,6 +78,9 @@ MAX_LISTED_SYMBOLS = 1 << 20
 MAX_LABEL_LENGTH = 1000
 MAX_PACKAGE_CHARACTERS = 1 << 28
 KINDS = tuple(MEMBERS)
+#: Members a package of any kind may hold: ``shuffle``, the central guarantee after shuffling
+#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package).
+OPTIONAL_MEMBERS = ("shuffle",)
 
 
 class PackageError(ValueError):
@@ -138,7 +141,7 @@ def check_common(document: dict) -> str:
     if kind not in KINDS:
         raise PackageError(f"unknown package kind {kind!r} (this client samples {', '.join(KINDS)})")
     missing = [member for member in MEMBERS[kind] if member not in document]
-    unknown = sorted(set(document) - set(MEMBERS[kind]) - {SIGNATURE})
+    unknown = sorted(set(document) - set(MEMBERS[kind]) - set(OPTIONAL_MEMBERS) - {SIGNATURE})
     if missing or unknown:
         raise PackageError(f"package members: missing {missing}, unknown {unknown}")
     bits = document["bits"]

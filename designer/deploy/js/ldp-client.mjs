@@ -42,6 +42,7 @@ const MEMBERS = {
   "block-hadamard": [...COMMON, "block_sizes", "epsilon", "coin"],
   "high-low-hadamard": [...COMMON, "k", "sensitive", "epsilon", "coin", "keep"],
 };
+const OPTIONAL = ["shuffle"]; // the central guarantee after shuffling (verified by verify-package)
 const MAX_SYMBOLS = 2n ** 31n;
 const MAX_BLOCKS = 2 ** 20; // most blocks / sensitive symbols listed (as in sampler.py)
 const MAX_LABEL_LENGTH = 1000;
@@ -112,7 +113,7 @@ export function checkCommon(document) {
   const members = MEMBERS[document.kind];
   if (members === undefined) throw new PackageError(`unknown package kind ${JSON.stringify(document.kind)}`);
   const missing = members.filter((member) => !(member in document));
-  const unknown = Object.keys(document).filter((member) => !members.includes(member) && member !== "signature");
+  const unknown = Object.keys(document).filter((member) => !members.includes(member) && !OPTIONAL.includes(member) && member !== "signature");
   if (missing.length || unknown.length) throw new PackageError(`package members: missing [${missing}], unknown [${unknown}]`);
   const bits = document.bits;
   if (!Number.isInteger(bits) || bits < 8 || bits > 64) throw new PackageError(`bits must be an integer from 8 to 64, got ${bits}`);

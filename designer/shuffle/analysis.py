@@ -1,0 +1,203 @@
+"""The central guarantee of shuffling n reports of a channel: per pair, worst case, lower bound.
+
+Model: n users each apply the channel to their own value; a shuffler passes on the
+multiset of reports. Neighbouring datasets differ in one user's value (replace-one),
+and the other users' values are arbitrary (worst case) unless a population assumption
+is stated. For an ordered pair ``(x, x')`` the central epsilon at ``delta`` is the
+smallest ``epsilon`` with ``P_x(S) <= e^eps P_x'(S) + delta`` for every event S of the
+multiset and every choice of the other values. Two valid bounds are combined (the
+smaller wins):
+
+* the local level ``max_y log(Q[x,y]/Q[x',y])`` (post-processing of one report, ``delta = 0``);
+* the clone reduction (:mod:`designer.shuffle.clones`) evaluated with
+  :func:`designer.shuffle.divergence.epsilon_of`, worst case over the other users,
+  and, under ``--population m``, with only ``m`` users of the pair's class counted.
+
+``epsilon`` is the largest central epsilon over the pairs that E protects (every pair
+without E); ``epsilon_lower`` is the exact divergence of a concrete test
+(:mod:`designer.shuffle.lower`) for the pair attaining ``epsilon``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from designer.shuffle.clones import PairClass
+from designer.shuffle.divergence import epsilon_estimate, epsilon_of, fmt_generic
+from designer.shuffle.divergence import delta_of as divergence_delta_of
+from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
+from designer.shuffle.lower import test_delta
+
+
+#: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
+MAX_USERS = 10**9
+
+
+@dataclass(frozen=True)
+class PairGuarantee:
+    """The central guarantee of one pair class, both directions (``x -> x'`` then ``x' -> x``).
+
+    ``value`` holds epsilons (``delta`` given) or deltas (``epsilon`` given); ``source``
+    says which bound gave each (``"local"``, ``"clones"``, ``"clones+population"``).
+    """
+
+    pair: PairClass
+    value: tuple[float, float]
+    source: tuple[str, str]
+
+    @property
+    def reason(self) -> str:
+        return self.pair.reason if any(math.isinf(v) or v >= 1 for v in self.value) else ""
+
+
+@dataclass(frozen=True)
+class ShuffleGuarantee:
+    """The central guarantee of shuffling ``n`` reports.
+
+    Attributes
+    ----------
+    n : int
+    delta, epsilon : float
+        One was given; the other is the proved worst case over the protected pairs.
+    lower : float
+        ``epsilon_lower`` (``delta`` given) or ``delta_lower`` (``epsilon`` given).
+    pairs : list of PairGuarantee
+    population : int or None
+        The assumption: at least this many other users hold inputs of the pair's class.
+    generic : float
+        Feldman-McMillan-Talwar's generic bound from the largest finite local level of the
+        protected pairs alone (the same numerics), for comparison.
+    """
+
+    n: int
+    delta: float
+    epsilon: float
+    lower: float
+    pairs: list[PairGuarantee] = field(repr=False)
+    population: int | None = None
+    generic: float = math.nan
+    epsilon_given: bool = False
+
+    @property
+    def assumption(self) -> str:
+        if self.population is None:
+            return "none: worst case over the other users' values"
+        return (f"at least {self.population} of the other {self.n - 1} users hold inputs of the pair's class "
+                "(inputs whose reports share outputs with the pair's, e.g. the same block)")
+
+
+def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None, epsilon: float | None = None,
+                      population: int | None = None, generic: bool = False) -> ShuffleGuarantee:
+    """The central guarantee of ``n`` shuffled reports for the given pair classes.
+
+    Parameters
+    ----------
+    pairs : list of PairClass
+        From :func:`designer.shuffle.clones.table_pairs` or the structured-package builders.
+    n : int
+        Number of shuffled reports (users).
+    delta, epsilon : float
+        Exactly one: ``delta`` gives epsilon, ``epsilon`` gives delta.
+    population : int, optional
+        The assumption: at least this many other users hold inputs of the pair's class.
+    generic : bool
+        Also compute FMT's generic bound from the largest local level (``delta`` given).
+    """
+    if not 2 <= n <= MAX_USERS:
+        raise ValueError(f"--n must be from 2 to {MAX_USERS:,} (above, the FFT laws need more than ~200 MB), got {n}")
+    if (delta is None) == (epsilon is None):
+        raise ValueError("give exactly one of --delta and --epsilon")
+    if delta is not None and not 0 < delta < 1:
+        raise ValueError(f"--delta must be in (0, 1), got {delta!r}")
+    if epsilon is not None and not (epsilon >= 0 and math.isfinite(epsilon)):
+        raise ValueError(f"--epsilon must be a finite number >= 0, got {epsilon!r}")
+    if population is not None and not 1 <= population <= n - 1:
+        raise ValueError(f"--population must be between 1 and n - 1 = {n - 1}, got {population}")
+    evaluator = _Evaluator(delta, epsilon)
+    results = [_pair_guarantee(pair, n, population, evaluator) for pair in pairs]
+    protected = [(result, direction) for result in results for direction in (0, 1)
+                 if result.pair.protected[direction]]
+    if not protected:
+        raise ValueError("E protects no pair of distinct inputs: nothing to guarantee")
+    worst, direction = max(protected, key=lambda item: item[0].value[item[1]])
+    value = worst.value[direction]
+    lower = _lower(worst.pair, direction, n, population, delta, epsilon)
+    locals_ = [r.pair.local[d] for r, d in protected if math.isfinite(r.pair.local[d]) and r.pair.local[d] > 0]
+    generic_value = math.nan
+    if generic and locals_ and delta is not None:
+        generic_value = epsilon_of(delta, fmt_generic(max(locals_), n))[0]
+    if delta is not None:
+        return ShuffleGuarantee(n, delta, value, lower, results, population, generic_value)
+    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True)
+
+
+def shuffle_channel(channel, n: int, delta: float | None = None, epsilon: float | None = None, privacy=None,
+                    population: int | None = None) -> ShuffleGuarantee:
+    """The central guarantee of ``n`` shuffled reports of ``channel`` (E ``privacy`` optional: protected directions).
+
+    A convenience over :func:`designer.shuffle.sources.channel_pairs` and :func:`shuffle_guarantee`.
+    """
+    from designer.shuffle.sources import channel_pairs
+
+    return shuffle_guarantee(channel_pairs(channel, privacy), n, delta=delta, epsilon=epsilon, population=population)
+
+
+class _Evaluator:
+    """Bounds of one run: epsilons at the given ``delta``, or deltas at the given ``epsilon`` (cached)."""
+
+    def __init__(self, delta: float | None, epsilon: float | None):
+        self.delta, self.epsilon = delta, epsilon
+        self.cache: dict = {}
+
+    def clones(self, experiments: list) -> float:
+        """The best outward bound of equally valid experiments (only the most promising one is evaluated outward)."""
+        key = tuple(experiments)
+        if key not in self.cache:
+            if self.delta is not None:
+                best = min(experiments, key=lambda experiment: epsilon_estimate(self.delta, experiment))
+                self.cache[key] = epsilon_of(self.delta, best)[0]
+            else:
+                self.cache[key] = min(min(1.0, divergence_delta_of(self.epsilon, e)) for e in experiments)
+        return self.cache[key]
+
+    def local(self, level: float) -> float:
+        """The local level as a central bound: epsilon itself, or delta 0 (level within epsilon) / 1."""
+        if self.delta is not None:
+            return level
+        return 0.0 if level <= self.epsilon else 1.0
+
+
+def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: _Evaluator) -> PairGuarantee:
+    """Both directions of one pair: the smaller of the local level and the clone bounds."""
+    if pair.ratio <= 1:  # equal rows: indistinguishable
+        return PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows"))
+    candidates = []  # symmetric clone bounds
+    worst = pair.experiments(n - 1, pair.share_all)
+    if worst:
+        candidates.append((evaluator.clones(worst), "clones"))
+    if population is not None and pair.share_class > 0:
+        candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))
+    values, sources = [], []
+    for direction in (0, 1):
+        value, source = min([(evaluator.local(pair.local[direction]), "local")] + candidates, key=lambda item: item[0])
+        values.append(value)
+        sources.append(source)
+    return PairGuarantee(pair, tuple(values), tuple(sources))
+
+
+def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon) -> float:
+    """The concrete test's bound for the worst pair's direction (epsilon_lower, or delta_lower).
+
+    Under a population assumption the dataset must satisfy it: the other users hold the
+    class's test input (only ``population`` of them when an input whose reports never enter
+    the test exists for the rest).
+    """
+    use_class = population is not None
+    others = population if use_class and pair.test_all == (0.0, 0.0) else n - 1
+    test = pair.test(others, use_class)
+    if direction == 1:
+        test = type(test)(test.second, test.first, test.other, test.others)
+    if delta is not None:
+        return test_epsilon_lower(delta, test)
+    return max(0.0, test_delta(epsilon, test))

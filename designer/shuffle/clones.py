@@ -1,0 +1,262 @@
+"""The clone decomposition of a pair of inputs, read from a channel table or a structured package.
+
+For inputs ``x, x'`` with rows ``R = Q[x,.]`` and ``R' = Q[x',.]`` (Feldman, McMillan and
+Talwar, "Hiding among the clones", Lemma 3.3 generalised to a given channel; the
+variation-ratio form of Wang et al. 2024, Definition 4.1):
+
+* ``p`` bounds the likelihood ratio both ways, ``max_y max(R/R', R'/R)`` (``inf`` when a
+  report of one is impossible under the other);
+* ``TV = sum_y |R - R'| / 2`` is their total variation. With
+  ``G0 = (R - min(R, R'))/TV``, ``G1 = (R' - min(R, R'))/TV`` and the common part
+  ``W``, ``R = (TV p/(p-1)) G0 + (TV/(p-1)) G1 + (1 - w) W`` and ``R'`` likewise with
+  ``G0, G1`` swapped, where the informative weight is ``w = TV (p+1)/(p-1)`` (``TV``
+  for ``p = inf``); ``W >= 0`` exactly because ``R <= p R'`` and ``R' <= p R``;
+* every other input ``z`` reports a sample of ``M = (R + R')/2`` with probability at
+  least its *share* ``s_z = min_y Q[z,y] / M[y]`` (the issue's ``Q[z,y]/(Q[x,y]+Q[x',y])``
+  times 2), and ``M = w (G0 + G1)/2 + (1 - w) W``: a *clone*, whose report is
+  informative (``G0`` or ``G1``) with probability ``w``.
+
+With the other users' values unknown (worst case), the share is the minimum over every
+input; under a population assumption (at least ``m`` other users hold inputs of the
+pair's class), the minimum over that class counts for ``m`` users.
+
+Every number is rounded toward the worse case, by relative steps of a few units in the last
+place (above the rounding error of the float sums): ``p`` up, shares down; ``TV``, hence ``w``,
+is kept as an interval whose width the divergence accounts for. A structured package's numbers
+are exact fractions, rounded outward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from designer.shuffle.divergence import TwoCountExperiment
+from designer.shuffle.lower import CountTest
+
+_ULP = 2.0 ** -52
+
+
+@dataclass(frozen=True)
+class PairClass:
+    """A pair of inputs ``(x, x')`` (or a class of pairs sharing every number) and its clone decomposition.
+
+    Attributes
+    ----------
+    name : str
+        The pair (``"x=a, x'=b"``) or the class (``"same block"``).
+    ratio : float
+        ``p`` (rounded up, ``inf`` allowed; 1 when the rows are equal).
+    tv : tuple of float
+        ``TV`` rounded down and up.
+    share_all, share_class : float
+        Smallest share over every input, and over the pair's class (rounded down).
+    local : tuple of float
+        The local guarantee ``max_y log(R/R')`` and ``max_y log(R'/R)`` (rounded up, ``inf``
+        allowed): the central epsilon of each direction with ``delta = 0``.
+    protected : tuple of bool
+        Whether E constrains each direction (``E[x,x']``, ``E[x',x]`` finite).
+    test_first, test_second : tuple of float
+        ``(R(Y+), R(Y-))`` and ``(R'(Y+), R'(Y-))`` for the lower-bound test.
+    test_all, test_class : tuple of float
+        ``(Q[z,Y+], Q[z,Y-])`` of the input ``z`` held by the other users in the lower-bound dataset
+        (worst case / under the population assumption): the one whose reports fall least in ``Y+ | Y-``.
+    reason : str
+        Why no finite bound exists when there is none (empty otherwise).
+    pairs : tuple of tuple of int
+        The ordered table indices ``(x, x')`` (empty for a structured class).
+    """
+
+    name: str
+    ratio: float
+    tv: tuple[float, float]
+    share_all: float
+    share_class: float
+    local: tuple[float, float]
+    protected: tuple[bool, bool]
+    test_first: tuple[float, float]
+    test_second: tuple[float, float]
+    test_all: tuple[float, float]
+    test_class: tuple[float, float]
+    reason: str = ""
+    pairs: tuple[tuple[int, int], ...] = ()
+
+    def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
+        """The two valid decompositions with ``others`` users of share ``share`` (none if the rows are equal).
+
+        With the common part split off (informative weight ``w`` as above) and without it
+        (FMT's own form, ``R = a G0 + (1 - a) G1`` with ``a = p/(p+1)``: ``w = 1``; valid for
+        finite ``p``). Either bounds the divergence; the smaller is kept. The clone
+        probability is the share in both.
+        """
+        if self.ratio <= 1 or self.tv[1] == 0:
+            return []
+        p = self.ratio
+        factor = 1.0 if math.isinf(p) else (p + 1) / (p - 1)
+        informative = min(1.0, self.tv[1] * factor * (1 + 4 * _ULP))
+        spread = informative - self.tv[0] * factor * (1 - 4 * _ULP)  # the exact w lies in [informative - spread, ...]
+        share = max(0.0, min(1.0, share))
+        others = others if share > 0 else 0
+        result = [TwoCountExperiment(p, informative, share, others, spread if informative < 1 else 0.0)]
+        if math.isfinite(p) and informative < 1:
+            result.append(TwoCountExperiment(p, 1.0, share, others))
+        return result
+
+    def test(self, others: int, population: bool) -> CountTest:
+        """The lower-bound test of the direction ``x -> x'`` (the reverse swaps ``test_first`` and ``test_second``)."""
+        return CountTest(self.test_first, self.test_second, self.test_class if population else self.test_all, others)
+
+
+def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> list[PairClass]:
+    """The :class:`PairClass` of every unordered pair of a channel table (floats, read as exact binary values).
+
+    ``protected[x, x']`` says whether E constrains ``x -> x'`` (every pair when ``None``).
+    The class of a pair is the connected component of its inputs in the graph joining
+    inputs whose rows share an output.
+    """
+    q = np.asarray(matrix, dtype=float)
+    k, m_out = q.shape
+    component = _components(q)
+    slack = (m_out + 2) * _ULP
+    result = []
+    for x in range(k):
+        for x2 in range(x + 1, k):
+            first, second = q[x], q[x2]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                forward = np.where(first > 0, first / second, 1.0).max()
+                backward = np.where(second > 0, second / first, 1.0).max()
+            local = (_log_up(forward), _log_up(backward))
+            ratio = float(np.nextafter(max(forward, backward), np.inf)) if max(forward, backward) > 1 else 1.0
+            tv = 0.5 * float(np.abs(first - second).sum())
+            middle = 0.5 * (first + second)
+            support = middle > 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shares = (q[:, support] / middle[support]).min(axis=1) * (1 - 4 * _ULP)
+            members = component == component[x] if component[x] == component[x2] else np.zeros(k, dtype=bool)
+            in_class = np.flatnonzero(members)
+            plus, minus = first > second, first < second
+            # the lower-bound datasets: the other users hold the input whose reports fall least in Y+ and Y-
+            counted = q[:, plus | minus].sum(axis=1)
+            worst_test = int(np.argmin(counted))
+            class_test = int(in_class[np.argmin(counted[in_class])]) if in_class.size else worst_test
+
+            def counts(row: np.ndarray) -> tuple[float, float]:
+                return float(row[plus].sum()), float(row[minus].sum())
+
+            share_all = float(max(shares.min(), 0.0))
+            share_class = float(max(shares[in_class].min(), 0.0)) if in_class.size else 0.0
+            if share_all == 0 and share_class == 0:
+                reason = ("the reports of the two inputs never meet: their outputs reveal which one (no input's "
+                          "reports contain a share of both rows)" if component[x] != component[x2] else
+                          "no other input's reports contain a share of both rows")
+            else:
+                reason = "no other input's reports contain a share of both rows" if share_all == 0 else ""
+            result.append(PairClass(
+                f"x={labels[x]}, x'={labels[x2]}", ratio, (tv * (1 - slack), tv * (1 + slack)), share_all,
+                share_class, local,
+                (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
+                counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
+            ))
+    return result
+
+
+def block_hadamard_pairs(sizes: list[int], coin: int, bits: int) -> list[PairClass]:
+    """The pair classes of a block Hadamard response package (exact fractions from its parameters).
+
+    Same block (rows ``i + 1`` of a Sylvester matrix, differing on half of the outputs):
+    ``p = T/(2^b - T)``, ``TV = (2T - 2^b)/2^(b+1)``, so ``w = 1/2``; an input of the same
+    block has share at least ``(2^b - T)/T`` (its smallest report probability over the
+    largest of ``M``); an input of another block has share 0. Different blocks: disjoint
+    outputs, no finite central guarantee.
+    """
+    high, low = max(coin, (1 << bits) - coin), min(coin, (1 << bits) - coin)
+    total = 1 << bits
+    classes = []
+    if max(sizes) >= 2:
+        # lower-bound datasets: the other users hold x itself (in the block) or another block's input
+        same = _hadamard_class("same block", high, low, total, others_in_class=None,
+                               others_outside=(Fraction(0), Fraction(0)), share_outside=Fraction(0))
+        classes.append(same)
+    if len(sizes) >= 2:
+        classes.append(PairClass(
+            "different blocks", math.inf, (1.0, 1.0), 0.0, 0.0, (math.inf, math.inf), (False, False),
+            (1.0, 0.0), (0.0, 1.0), (0.0, 0.0), (0.0, 0.0),
+            "outputs reveal the block: the two inputs' reports never meet, for any n",
+        ))
+    return classes
+
+
+def high_low_pairs(k: int, sensitive: int, coin: int, keep: int, bits: int) -> list[PairClass]:
+    """The pair classes of a high-low Hadamard response package (exact fractions from its parameters).
+
+    Two sensitive inputs: as in a block, and every input (a non-sensitive one reports
+    ``2(2^b - T)/(S 2^b)`` on each of ``[S]``) has share at least ``(2^b - T)/T``: amplified
+    whatever the other users hold. A sensitive ``x`` and a non-sensitive ``x'``: ``x'``
+    reports ``S + i``, which no other input can, so no share; ``x -> x'`` keeps its local
+    level centrally, ``x' -> x`` is unprotected (``E = inf``, Definition 3).
+    """
+    total = 1 << bits
+    high, low = max(coin, total - coin), min(coin, total - coin)
+    classes = []
+    if sensitive >= 2:
+        # lower-bound dataset: the other users hold a non-sensitive input (or x itself when there is none)
+        outside = (Fraction(total - coin, 2 * total),) * 2 if k > sensitive else None
+        classes.append(_hadamard_class("two sensitive inputs", high, low, total, others_in_class=outside,
+                                       others_outside=outside, share_outside=Fraction(low, high)))
+    if k > sensitive:
+        local = _log_up(_fraction_up(Fraction(2 * high, total - keep)))
+        classes.append(PairClass(
+            "sensitive x, non-sensitive x'", math.inf, (0.0, 1.0), 0.0, 0.0, (local, math.inf), (True, False),
+            # test: Y+ = S_x, Y- = {S + i}; the other users hold x (a sensitive input)
+            (coin / total, 0.0), ((total - coin) / total, keep / total), (coin / total, 0.0), (coin / total, 0.0),
+            "x' reports S + i, which no other input can (share 0): x -> x' keeps its local level, "
+            "x' -> x is not protected (E = inf)",
+        ))
+    return classes
+
+
+def _hadamard_class(name: str, high: int, low: int, total: int, others_in_class, others_outside,
+                    share_outside: Fraction) -> PairClass:
+    ratio = Fraction(high, low)
+    tv = Fraction(high - low, 2 * total)
+    share = Fraction(low, high)
+    local = _log_up(_fraction_up(ratio))
+    first = (float(Fraction(high, 2 * total)), float(Fraction(low, 2 * total)))
+    outside = first if others_outside is None else tuple(float(value) for value in others_outside)
+    inside = first if others_in_class is None else tuple(float(value) for value in others_in_class)
+    return PairClass(
+        name, _fraction_up(ratio), (_fraction_down(tv), _fraction_up(tv)), _fraction_down(share_outside),
+        _fraction_down(share), (local, local), (True, True), first, first[::-1], outside, inside,
+    )
+
+
+def _components(q: np.ndarray) -> np.ndarray:
+    """Component index of each input in the graph joining inputs whose rows share an output."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    support = csr_matrix((q > 0).astype(np.int8))
+    _, labels = connected_components(support @ support.T, directed=False)
+    return labels
+
+
+def _log_up(ratio: float) -> float:
+    """``log(ratio)`` rounded up (``inf`` stays ``inf``; at most 1 gives 0)."""
+    if not ratio > 1:
+        return 0.0
+    if math.isinf(ratio):
+        return math.inf
+    return float(np.nextafter(np.nextafter(math.log(ratio), np.inf), np.inf))
+
+
+def _fraction_up(value: Fraction) -> float:
+    result = float(value)
+    return result if Fraction(result) >= value else float(np.nextafter(result, np.inf))
+
+
+def _fraction_down(value: Fraction) -> float:
+    result = float(value)
+    return result if Fraction(result) <= value else float(np.nextafter(result, -np.inf))
