@@ -179,7 +179,7 @@ def verify_package_command(
         violation = certificate.violations[0]
         reject(
             f"{path}: the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
-            f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
+            f"log-ratio {violation.log_ratio:.6g} > E = {violation.level_text}"
         )
 
 

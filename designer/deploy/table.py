@@ -486,7 +486,7 @@ def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> np.ndarray:
         violation = certificate.violations[0]
         raise TableRefused(
             f"the channel is not E-LDP, so no table of it is: pair x={violation.x}, x'={violation.x_prime}, "
-            f"witness y={violation.y}: log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}"
+            f"witness y={violation.y}: log-ratio {violation.log_ratio:.6g} > E = {violation.level_text}"
         )
     return certificate.tight_epsilon
 
