@@ -18,6 +18,7 @@ from designer.io.reading import (
 from designer.io.writing import (
     Destination,
     check_destinations,
+    check_outputs_spare_inputs,
     format_number,
     json_writer,
     matrix_csv_writer,
@@ -29,6 +30,7 @@ from designer.io.writing import (
 __all__ = [
     "Destination",
     "check_destinations",
+    "check_outputs_spare_inputs",
     "check_same_labels",
     "InputError",
     "NumberTable",

@@ -117,8 +117,8 @@ def parse_exact_cell(text: str, rule: NumberRule) -> tuple[object, str | None]:
 
 TOO_LARGE = "is too large for a double-precision float"
 #: A finite privacy level beyond the double range, in float mode (exact mode keeps it, in log space).
-LEVEL_TOO_LARGE = (
-    "is a finite level beyond the double range, which float mode cannot keep (exact mode, --exact, "
+LEVEL_TOO_LARGE = TOO_LARGE + (
+    ": a finite level beyond the double range, which float mode cannot keep (exact mode, --exact, "
     "compares it exactly; write inf if the pair needs no constraint)"
 )
 

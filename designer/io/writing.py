@@ -142,6 +142,54 @@ def check_destinations(paths: Iterable[str | Path]) -> list[Destination]:
     return destinations
 
 
+def same_file(first: str | Path, second: str | Path) -> bool:
+    """Whether two paths name one file: equal once links are resolved, or (both existing) one inode."""
+    try:
+        if os.path.realpath(first) == os.path.realpath(second):
+            return True
+        return os.path.exists(first) and os.path.exists(second) and os.path.samefile(first, second)
+    except (OSError, ValueError):  # an unresolvable path is refused later, by its reader or writer
+        return False
+
+
+def check_outputs_spare_inputs(outputs: Iterable[tuple[str, str | Path]], inputs: Iterable[tuple[str, str | Path]]) -> None:
+    """Refuse, before anything is read or written, an output that names an input file or another output.
+
+    Paths are compared after resolving symbolic links and ``..`` (:func:`os.path.realpath`),
+    and by device and inode when both exist (hard links, :func:`os.path.samefile`). An
+    output that is an existing character device (``/dev/null``, a terminal) overwrites
+    nothing and is not compared.
+
+    Parameters
+    ----------
+    outputs, inputs
+        ``(option, path)`` pairs, the option as the user typed it (``"--out"``).
+
+    Raises
+    ------
+    InputError
+        One line naming both options and the path.
+    """
+    inputs = list(inputs)
+    seen: list[tuple[str, str | Path]] = []
+    for option, path in outputs:
+        try:
+            if stat.S_ISCHR(os.stat(path).st_mode):
+                continue
+        except (OSError, ValueError):
+            pass
+        for other, named in seen:
+            if same_file(path, named):
+                raise InputError(f"{other} and {option} both name {path}: each output needs its own file (nothing was written)")
+        for other, named in inputs:
+            if same_file(path, named):
+                raise InputError(
+                    f"{option} and {other} both name {path}: the output would overwrite the input; "
+                    "write the output elsewhere (nothing was read or written)"
+                )
+        seen.append((option, path))
+
+
 def _staged_write(target: Path, write: Callable[[object], None]) -> Path:
     """Write to a temporary file beside ``target`` (mode 0666 less the umask); return its path."""
     try:
