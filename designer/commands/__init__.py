@@ -12,6 +12,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import typer
 
@@ -76,6 +77,17 @@ def check_no_clobbering(command: Callable, arguments: dict) -> None:
         check_outputs_spare_inputs(outputs, inputs)
 
 
+def _output_option(command: Callable, arguments: dict, path: Path) -> str:
+    """``"--out "`` when ``path`` is the file that option names (empty when none does)."""
+    from designer.io.writing import same_file
+
+    for name, (option, is_output) in file_parameters(command).items():
+        value = arguments.get(name)
+        if is_output and isinstance(value, (str, os.PathLike)) and same_file(value, path):
+            return f"{option} "
+    return ""
+
+
 def guarded(command: Callable) -> Callable:
     """Decorator: report bad input as one line and exit 2, never a traceback.
 
@@ -84,9 +96,13 @@ def guarded(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        from designer.io.writing import OutputError
+
         try:
             check_no_clobbering(command, kwargs)
             return command(*args, **kwargs)
+        except OutputError as error:  # name the option too: "--out /dev/full: cannot write ..."
+            fail(f"{_output_option(command, kwargs, error.path)}{str(error).splitlines()[0]}")
         except (ValueError, ArithmeticError, OSError) as error:
             fail(str(error).splitlines()[0] if str(error) else error.__class__.__name__)
         except MemoryError as error:

@@ -17,6 +17,7 @@ from designer.io.reading import (
 )
 from designer.io.writing import (
     Destination,
+    OutputError,
     check_destinations,
     check_outputs_spare_inputs,
     format_number,
@@ -33,6 +34,7 @@ __all__ = [
     "check_outputs_spare_inputs",
     "check_same_labels",
     "InputError",
+    "OutputError",
     "NumberTable",
     "Table",
     "format_number",

@@ -34,6 +34,22 @@ def format_number(value) -> str:
     return repr(value)
 
 
+class OutputError(InputError):
+    """An output could not be written (a full disk, a closed pipe, no permission).
+
+    ``path`` is the destination as the user gave it, so that the command line can
+    name its option too; the message is one line naming the path and the reason.
+    """
+
+    def __init__(self, path: str | Path, problem: str):
+        self.path = Path(path)
+        super().__init__(f"{path}: {problem}")
+
+
+def _output_error(path: str | Path, error: OSError) -> OutputError:
+    return OutputError(path, f"cannot write this output ({error.strerror or error.__class__.__name__})")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -198,7 +214,7 @@ def _staged_write(target: Path, write: Callable[[object], None]) -> Path:
         )
     except OSError as error:
         reason = error.strerror or error.__class__.__name__
-        raise InputError(f"{target}: cannot write in the folder {target.parent} ({reason})") from None
+        raise OutputError(target, f"cannot write in the folder {target.parent} ({reason})") from None
     try:
         with handle:
             write(handle)
@@ -228,12 +244,18 @@ def write_files(writes: list[tuple[str | Path, Callable[[object], None]]]) -> No
             if destination.stream:
                 buffer = io.StringIO()
                 write(buffer)
-                streams.append((destination.target, buffer.getvalue()))
+                streams.append((destination, buffer.getvalue()))
             else:
-                staged.append((_staged_write(destination.target, write), destination.target))
-        for target, text in streams:
-            with open(target, "w") as handle:
-                handle.write(text)
+                try:
+                    staged.append((_staged_write(destination.target, write), destination.target))
+                except OSError as error:
+                    raise _output_error(destination.path, error) from None
+        for destination, text in streams:
+            try:
+                with open(destination.target, "w") as handle:
+                    handle.write(text)
+            except OSError as error:
+                raise _output_error(destination.path, error) from None
     except BaseException:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
@@ -241,9 +263,11 @@ def write_files(writes: list[tuple[str | Path, Callable[[object], None]]]) -> No
     for index, (temporary, target) in enumerate(staged):
         try:
             os.replace(temporary, target)
-        except BaseException:
+        except BaseException as error:
             for remaining, _ in staged[index:]:
                 remaining.unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise _output_error(target, error) from None
             raise
 
 
