@@ -184,6 +184,34 @@ def plain_decimal_floats(tokens: list[str]) -> list[float | None]:
     return floats
 
 
+#: ``log(p/q)`` or ``log(p)`` with unsigned integers, lower case, no spaces: how tight levels are written.
+_LOG_OF_INTEGERS = re.compile(r"log\((\d+)(?:/(\d+))?\)", re.ASCII)
+
+
+def parse_integer_log_levels(tokens: list[str]) -> list["ExactEpsilon | None"]:
+    """``log(p/q)`` levels with integer ``p >= q > 0`` read in one pass; None for any other token.
+
+    The fast path of :meth:`ExactEpsilon.parse` for an E whose every entry is the
+    log of a ratio of integers (a tight E): no decimal grammar, one gcd per token.
+    A token it leaves (a ratio below 1, a zero denominator, decimals, spaces, ``ln``)
+    goes to :meth:`ExactEpsilon.parse`, which also words any error.
+    """
+    match, gcd, make = _LOG_OF_INTEGERS.fullmatch, math.gcd, _coprime_fraction
+    levels: list[ExactEpsilon | None] = []
+    for token in tokens:
+        found = match(token) if len(token) <= _INT_CHUNK_DIGITS else None
+        if found is None:
+            levels.append(None)
+            continue
+        numerator, denominator = int(found.group(1)), int(found.group(2) or 1)
+        if denominator == 0 or numerator < denominator:
+            levels.append(None)
+            continue
+        common = gcd(numerator, denominator)
+        levels.append(ExactEpsilon(exp_value=make(numerator // common, denominator // common)))
+    return levels
+
+
 #: 10**0 .. 10**63, the denominators of ordinary decimals.
 _POWERS_OF_TEN = [10**n for n in range(64)]
 
