@@ -421,8 +421,15 @@ def _nonzero_ball(ball: Callable[[], "flint.arb"], operand_bits: int) -> "flint.
 @lru_cache(maxsize=4096)
 def _faithful_log(value: Fraction) -> float:
     """``log(value)`` of a rational ``value > 0``, rounded from a 128-bit Arb ball (faithful)."""
-    with arb_precision(_LOG_BITS):
-        return float(_arb(value).log().mid())
+    return faithful_logs([value])[0]
+
+
+def faithful_logs(values: list[Fraction]) -> list[float]:
+    """:func:`_faithful_log` of many rationals at once (one precision switch, no cache: a tight E
+    has a distinct level per pair)."""
+    with arb_precision(_LOG_BITS) as flint:
+        arb, fmpq = flint.arb, flint.fmpq
+        return [float(arb(fmpq(value.numerator, value.denominator)).log().mid()) for value in values]
 
 
 def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
