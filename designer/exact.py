@@ -427,6 +427,8 @@ def _faithful_log(value: Fraction) -> float:
 def faithful_logs(values: list[Fraction]) -> list[float]:
     """:func:`_faithful_log` of many rationals at once (one precision switch, no cache: a tight E
     has a distinct level per pair)."""
+    if not values:
+        return []  # python-flint is imported only when needed (fast start)
     with arb_precision(_LOG_BITS) as flint:
         arb, fmpq = flint.arb, flint.fmpq
         return [float(arb(fmpq(value.numerator, value.denominator)).log().mid()) for value in values]

@@ -84,4 +84,4 @@ def test_the_library_writer_raises_an_output_error_naming_the_path():
         pytest.skip("needs /dev/full (Linux)")
     with pytest.raises(OutputError) as caught:
         write_matrix_csv("/dev/full", [[1.0]])
-    assert isinstance(caught.value, InputError) and caught.value.path == Path("/dev/full")
+    assert isinstance(caught.value, InputError) and caught.value.output_path == Path("/dev/full")

@@ -96,15 +96,13 @@ def guarded(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        from designer.io.writing import OutputError
-
         try:
             check_no_clobbering(command, kwargs)
             return command(*args, **kwargs)
-        except OutputError as error:  # name the option too: "--out /dev/full: cannot write ..."
-            fail(f"{_output_option(command, kwargs, error.path)}{str(error).splitlines()[0]}")
         except (ValueError, ArithmeticError, OSError) as error:
-            fail(str(error).splitlines()[0] if str(error) else error.__class__.__name__)
+            message = str(error).splitlines()[0] if str(error) else error.__class__.__name__
+            written = getattr(error, "output_path", None)  # an OutputError: name the option too
+            fail(message if written is None else f"{_output_option(command, kwargs, written)}{message}")
         except MemoryError as error:
             fail(f"not enough memory for this input ({str(error).splitlines()[0] if str(error) else 'MemoryError'})")
 

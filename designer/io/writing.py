@@ -37,12 +37,12 @@ def format_number(value) -> str:
 class OutputError(InputError):
     """An output could not be written (a full disk, a closed pipe, no permission).
 
-    ``path`` is the destination as the user gave it, so that the command line can
-    name its option too; the message is one line naming the path and the reason.
+    ``output_path`` is the destination as the user gave it, so that the command line
+    can name its option too; the message is one line naming the path and the reason.
     """
 
     def __init__(self, path: str | Path, problem: str):
-        self.path = Path(path)
+        self.output_path = Path(path)
         super().__init__(f"{path}: {problem}")
 
 
