@@ -162,3 +162,15 @@ def test_a_huge_level_in_a_lazily_read_decimal_matrix(tmp_path):
     channel = [["1" if x == y else "0" for y in range(k)] for x in range(k)]
     q_file = write_csv(tmp_path / "Q.csv", channel)
     assert certify(read_channel(q_file), privacy, exact=True).verdict == independent_verdict(channel, rows) == "violated"
+
+
+def test_composition_keeps_an_overflowing_sum_finite():
+    """Proposition 2's E1 + E2 (and the product domain's E): 1e308 + 1e308 overflows a double
+    but is a finite level; it must stay a constraint."""
+    E = PrivacyMatrix([[0.0, 1e308], [np.inf, 0.0]])
+    summed = (E + E).epsilon
+    assert summed[0, 1] == LARGEST_LEVEL and summed[1, 0] == np.inf
+    product = E.product(E).epsilon
+    assert np.isfinite(product[0, 3]) and product[0, 3] == LARGEST_LEVEL and product[3, 0] == np.inf
+    identity = np.eye(2)
+    assert certify(identity, E + E).verdict == "violated"  # the zero pattern breaks the finite level
