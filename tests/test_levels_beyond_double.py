@@ -174,3 +174,15 @@ def test_composition_keeps_an_overflowing_sum_finite():
     assert np.isfinite(product[0, 3]) and product[0, 3] == LARGEST_LEVEL and product[3, 0] == np.inf
     identity = np.eye(2)
     assert certify(identity, E + E).verdict == "violated"  # the zero pattern breaks the finite level
+
+
+@pytest.mark.parametrize("epsilon", ["1e308", "1e309"])
+@pytest.mark.parametrize("kind", [["package-hadamard", "--block-sizes", "2,2"], ["package-high-low", "--k", "4", "--sensitive", "2"]])
+def test_structured_packages_take_a_huge_level_in_log_space(tmp_path, epsilon, kind):
+    """exp(1e308) overflows even an Arb ball; the coin is decided exactly: e^eps >= 2^32 - 1, so
+    T = 2^32 - 1 (the largest coin T with T / (2^32 - T) <= e^eps)."""
+    out = tmp_path / "p.json"
+    result = runner.invoke(app, [*kind, "--eps", epsilon, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["coin"] == str(2**32 - 1)
+    assert runner.invoke(app, ["verify-package", str(out)]).exit_code == 0

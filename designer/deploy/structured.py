@@ -102,7 +102,9 @@ def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:
     if epsilon.exp_value is not None:
         ratio = epsilon.exp_value
     else:
-        ratio, _ = exp_bounds(epsilon.value, 128)
+        # a first guess only (the loops below decide exactly): beyond bits + 2, e^eps > 2^bits
+        # already gives the largest coin, and exp(1e308) would overflow even an Arb ball
+        ratio, _ = exp_bounds(min(epsilon.value, Fraction(bits + 2)), 128)
     coin = min(total - 1, max(1, math.floor(total * ratio / (1 + ratio))))
     while coin > 1 and not epsilon.allows(Fraction(coin), Fraction(total - coin)):
         coin -= 1
