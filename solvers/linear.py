@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.quiet import silent_highs, stdout_silenced
+
 #: HiGHS feasibility tolerances for the stochastic LP (defaults are 1e-7): tight, so
 #: that repairing a solution to exact feasibility moves it by far less than 1e-7.
 #: The vertex LP keeps HiGHS's defaults: its columns are exact cone vertices
@@ -160,8 +162,7 @@ def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
     lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))]).astype(np.int32)
     lp.a_matrix_.index_ = np.nonzero(nonzero)[1].astype(np.int32)
     lp.a_matrix_.value_ = vertices[nonzero]
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
+    highs = silent_highs()
     highs.passModel(lp)
     highs.run()
     status = highs.getModelStatus()
@@ -198,7 +199,8 @@ def _vertex_lp_cvxpy(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
     balance = vertices.T @ weights == rhs
     problem = cp.Problem(cp.Maximize(values @ weights), [balance])
     solver = cp.HIGHS if cp.HIGHS in cp.installed_solvers() else None
-    problem.solve(solver=solver)
+    with stdout_silenced():  # CVXPY builds its own Highs(), whose constructor prints
+        problem.solve(solver=solver, **({"output_flag": False} if solver == cp.HIGHS else {}))
     if problem.status != cp.OPTIMAL:
         raise LinearProgramError(f"vertex LP not solved by cvxpy: {problem.status}")
     # CVXPY's dual of an equality in a maximisation is the multiplier y with

@@ -265,7 +265,7 @@ def test_a_socket_is_refused(tmp_path):
 
 def test_a_stream_that_fails_leaves_no_file(tmp_path):
     """/dev/full refuses every write (ENOSPC): the regular file staged beside it is never renamed."""
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(InputError, match=r"^/dev/full: cannot write this output \(No space left"):
         write_files([(tmp_path / "Q.csv", matrix_csv_writer([[1.0]])), ("/dev/full", json_writer({"k": 1}))])
     assert list(tmp_path.iterdir()) == []
     result = design("--out", str(tmp_path / "Q.csv"), "--summary", "/dev/full")

@@ -17,7 +17,7 @@ from designer.exact import parse_rational
 from designer.io import InputError, read_channel, read_matrix, read_privacy_matrix, read_table, read_vector
 from designer.io import numbers as cell_numbers
 from designer.io.fast import fast_float_matrix, has_extreme_numbers
-from designer.io.numbers import NON_NEGATIVE, POSITIVE_INTEGER, PRIVACY_LEVEL, PROBABILITY, REAL, parse_float_cell
+from designer.io.numbers import LEVEL_TOO_LARGE, NON_NEGATIVE, POSITIVE_INTEGER, PRIVACY_LEVEL, PROBABILITY, REAL, parse_float_cell
 
 
 def write(tmp_path, text, name="x.csv"):
@@ -159,7 +159,7 @@ def test_extreme_numbers_send_the_file_to_the_strict_reader():
         (lambda p: read_matrix(p, "loss"), "0,inf\n", "row 1, column 2: loss value 'inf' is infinite, which is not allowed here"),
         (lambda p: read_matrix(p, "loss"), "0,1e400\n", "row 1, column 2: loss value '1e400' is too large for a double-precision float"),
         (lambda p: read_matrix(p, "distance", allow_infinite=True), "0,-inf\n", "row 1, column 2: distance value '-inf' is not a number >= 0 or inf"),
-        (lambda p: read_privacy_matrix(p, exact=False), "0,1e400\n1,0\n", "row 1, column 2: E value '1e400' is too large for a double-precision float"),
+        (lambda p: read_privacy_matrix(p, exact=False), "0,1e400\n1,0\n", "row 1, column 2: E value '1e400' " + LEVEL_TOO_LARGE),
     ],
 )
 def test_each_file_refuses_its_bad_values_naming_row_column_and_value(tmp_path, reader, text, message):

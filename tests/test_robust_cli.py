@@ -170,4 +170,4 @@ def test_robust_refuses_bad_destinations_before_designing(records, tmp_path, mon
     assert folder.exit_code == 2 and "is a folder" in folder.output
     twice = tmp_path / "Q.csv"
     result = runner.invoke(app, ["robust", *base(records), "--protocol", "grr", "--out", str(twice), "--package", str(twice)])
-    assert result.exit_code == 2 and "given twice" in result.output and not twice.exists()
+    assert result.exit_code == 2 and "each output needs its own file" in result.output and not twice.exists()

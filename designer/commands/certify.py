@@ -64,7 +64,7 @@ def _separated(violation: Violation) -> tuple[str, str]:
     from designer.exact import separating_decimals
 
     if math.isinf(violation.log_ratio):
-        return "inf", f"{violation.allowed:.6g}"
+        return "inf", violation.level_text
     if violation.exact_ratio is not None and violation.level is not None:
         return separating_decimals(violation.exact_ratio, violation.level)
     for digits in range(6, 18):

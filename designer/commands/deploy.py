@@ -315,7 +315,7 @@ def why_violated(verification) -> str:
         return "; ".join(failed)
     violation = verification.certificate.violations[0]
     return (f"the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
-            f"log-ratio {violation.log_ratio:.6g} > E = {violation.allowed:.6g}")
+            f"log-ratio {violation.log_ratio:.6g} > E = {violation.level_text}")
 
 
 def _verify_shuffle(document: dict, path: Path) -> None:

@@ -52,6 +52,7 @@ from designer.deploy.sampler import (
 from designer.deploy.table import DeployableChannel, IntegerTable
 from designer.exact import ExactEpsilon
 from designer.io.writing import format_number, write_files
+from designer.io.text import InputError, read_bytes
 from designer.spec import PrivacyMatrix
 from designer.utility import mutual_information
 
@@ -143,11 +144,9 @@ def read_package(path: str | Path) -> dict:
     """Read and parse a package file; :class:`PackageError` (one line) if unreadable or not JSON."""
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(4 * MAX_PACKAGE_CHARACTERS + 1)
-        text = raw.decode("utf-8")
-    except OSError as error:
-        raise PackageError(f"{path}: cannot read the package ({error.__class__.__name__}: {error.strerror or error})") from None
+        text = read_bytes(path, "package").decode("utf-8")  # bounded; a pipe with no writer is refused
+    except InputError as error:
+        raise PackageError(str(error)) from None
     except UnicodeDecodeError:
         raise PackageError(f"{path}: not UTF-8 text, so not a package") from None
     try:

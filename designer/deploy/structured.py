@@ -106,7 +106,9 @@ def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:
     elif epsilon.value > bits:  # exp(eps) > 2^bits: every coin up to 2^bits - 1 is allowed (no exp of a huge level)
         ratio = Fraction(total)
     else:
-        ratio, _ = exp_bounds(epsilon.value, 128)
+        # a first guess only (the loops below decide exactly): beyond bits + 2, e^eps > 2^bits
+        # already gives the largest coin, and exp(1e308) would overflow even an Arb ball
+        ratio, _ = exp_bounds(min(epsilon.value, Fraction(bits + 2)), 128)
     coin = min(total - 1, max(1, math.floor(total * ratio / (1 + ratio))))
     while coin > 1 and not epsilon.allows(Fraction(coin), Fraction(total - coin)):
         coin -= 1

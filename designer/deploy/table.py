@@ -530,7 +530,7 @@ def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> np.ndarray:
         raise TableRefused(
             f"the channel is not E-LDP (beyond the tolerance {CHANNEL_TOLERANCE:g} in log space), so no table of it "
             f"is: pair x={violation.x}, x'={violation.x_prime}, witness y={violation.y}: log-ratio "
-            f"{violation.log_ratio:.10g} > E = {violation.allowed:.10g} (excess {violation.log_ratio - violation.allowed:.3g})"
+            f"{violation.log_ratio:.10g} > E = {violation.level_text} (excess {violation.log_ratio - violation.allowed:.3g})"
         )
     return certificate.tight_epsilon
 

@@ -17,7 +17,9 @@ from designer.io.reading import (
 )
 from designer.io.writing import (
     Destination,
+    OutputError,
     check_destinations,
+    check_outputs_spare_inputs,
     format_number,
     json_writer,
     matrix_csv_writer,
@@ -29,8 +31,10 @@ from designer.io.writing import (
 __all__ = [
     "Destination",
     "check_destinations",
+    "check_outputs_spare_inputs",
     "check_same_labels",
     "InputError",
+    "OutputError",
     "NumberTable",
     "Table",
     "format_number",

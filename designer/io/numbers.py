@@ -81,17 +81,16 @@ def parse_float_cell(text: str, rule: NumberRule) -> tuple[float, str | None]:
     if _is_decimal(text):
         value = float(text)
         if math.isinf(value):
-            return value, TOO_LARGE
+            return value, LEVEL_TOO_LARGE if rule.privacy_level else TOO_LARGE
         if value == 0 and text.startswith("-") and not rule.negative and not is_zero_literal(text):
             return value, "is negative"  # -1e-400 rounds to -0.0 but is written negative
         return value, _float_check(value, text, rule)
     if rule.privacy_level:
         try:
-            return float(ExactEpsilon.parse(text)), None
-        except OverflowError:
-            return math.nan, TOO_LARGE
+            level = ExactEpsilon.parse(text)
         except (ValueError, ArithmeticError) as error:
             return math.nan, _refusal(error, rule)
+        return float(level), LEVEL_TOO_LARGE if level.beyond_double else None
     try:
         exact = parse_rational(text)
         value = float(exact)
@@ -117,6 +116,11 @@ def parse_exact_cell(text: str, rule: NumberRule) -> tuple[object, str | None]:
 
 
 TOO_LARGE = "is too large for a double-precision float"
+#: A finite privacy level beyond the double range, in float mode (exact mode keeps it, in log space).
+LEVEL_TOO_LARGE = TOO_LARGE + (
+    ": a finite level beyond the double range, which float mode cannot keep (exact mode, --exact, "
+    "compares it exactly; write inf if the pair needs no constraint)"
+)
 
 
 def _is_decimal(text: str) -> bool:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import parse_plain_decimals, plain_decimal_floats, quoted_token
+from designer.exact import faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
 from designer.io.fast import fast_float_matrix
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
@@ -140,6 +140,11 @@ def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exac
         if rule.privacy_level:  # a plain decimal level stays text until its rational is needed
             floats = plain_decimal_floats(distinct)
             parsed = [None if value is None else token for token, value in zip(distinct, floats)]
+            unread = [index for index, value in enumerate(parsed) if value is None]
+            levels = parse_integer_log_levels([distinct[index] for index in unread])
+            logs = [(index, level) for index, level in zip(unread, levels) if level is not None]
+            for (index, level), value in zip(logs, faithful_logs([level.exp_value for _, level in logs])):
+                parsed[index], floats[index] = level, value  # log(p/q) of integers: read at once
         else:
             parsed, floats = parse_plain_decimals(distinct)
     else:
@@ -151,12 +156,14 @@ def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exac
         return InputError(f"{path}: row {table.line_numbers[row]}, column {column + 1}: {name} {quoted_token(token)} {reason}")
 
     for index, token in enumerate(distinct):
-        if parsed[index] is not None:
+        if floats[index] is not None:
             continue
-        value, reason = parse(token, rule)
-        if reason is not None:
-            raise refuse(token, reason)
-        parsed[index] = value
+        value = parsed[index]
+        if value is None:
+            value, reason = parse(token, rule)
+            if reason is not None:
+                raise refuse(token, reason)
+            parsed[index] = value
         if exact:
             try:
                 floats[index] = float(value)

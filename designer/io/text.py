@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 #: Input files larger than this are refused before they exhaust memory (``--E /dev/zero``).
 MAX_INPUT_BYTES = 1 << 30
@@ -23,15 +26,16 @@ class InputError(ValueError):
 def read_bytes(path: str | Path, what: str) -> bytes:
     """The file's bytes without a leading UTF-8 BOM.
 
-    Raises :class:`InputError` for a missing/unreadable file, a folder, more than
+    Raises :class:`InputError` for a missing/unreadable file, a folder, a named
+    pipe with no writer (which would block forever), more than
     :data:`MAX_INPUT_BYTES`, or binary content (a NUL byte), which is detected
     in the first 64 KiB before reading on (so a device like ``/dev/zero`` is
-    refused at once).
+    refused at once). A pipe with a writer (``--E <(command)``) is read to its end.
     """
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            chunks = [handle.read(_PROBE_BYTES)]
+        with _opened(path, what) as (handle, first):
+            chunks = [first]
             if b"\x00" in chunks[0]:
                 raise InputError(f"{path}: the {what} file is binary, not CSV text (it contains NUL bytes)")
             size = len(chunks[0])
@@ -63,3 +67,32 @@ def decode(data: bytes, path: str | Path, what: str) -> str:
         raise InputError(
             f"{path}: the {what} file is not UTF-8 text (byte {error.start:,} is 0x{data[error.start]:02x})"
         ) from None
+
+
+@contextmanager
+def _opened(path: Path, what: str) -> Iterator[tuple[BinaryIO, bytes]]:
+    """The file opened for binary reading and its first :data:`_PROBE_BYTES` bytes at most.
+
+    Opening a named pipe (FIFO) blocks until a writer opens it. Opened without blocking,
+    its first read returns end-of-file at once when there is no writer (and raises
+    ``BlockingIOError`` when a writer has sent nothing yet), so a pipe with no writer is
+    refused instead of hanging; one with a writer is then read in blocking mode.
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        first = None
+        if stat.S_ISFIFO(os.fstat(descriptor).st_mode):
+            try:
+                first = os.read(descriptor, _PROBE_BYTES)
+            except BlockingIOError:  # a writer, nothing sent yet: read it blocking below
+                pass
+            else:
+                if not first:
+                    raise InputError(f"{path}: the {what} file is a named pipe with no writer (nothing to read)")
+        os.set_blocking(descriptor, True)
+        handle = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with handle:
+        yield handle, handle.read(_PROBE_BYTES) if first is None else first

@@ -34,6 +34,22 @@ def format_number(value) -> str:
     return repr(value)
 
 
+class OutputError(InputError):
+    """An output could not be written (a full disk, a closed pipe, no permission).
+
+    ``output_path`` is the destination as the user gave it, so that the command line
+    can name its option too; the message is one line naming the path and the reason.
+    """
+
+    def __init__(self, path: str | Path, problem: str):
+        self.output_path = Path(path)
+        super().__init__(f"{path}: {problem}")
+
+
+def _output_error(path: str | Path, error: OSError) -> OutputError:
+    return OutputError(path, f"cannot write this output ({error.strerror or error.__class__.__name__})")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -142,6 +158,54 @@ def check_destinations(paths: Iterable[str | Path]) -> list[Destination]:
     return destinations
 
 
+def same_file(first: str | Path, second: str | Path) -> bool:
+    """Whether two paths name one file: equal once links are resolved, or (both existing) one inode."""
+    try:
+        if os.path.realpath(first) == os.path.realpath(second):
+            return True
+        return os.path.exists(first) and os.path.exists(second) and os.path.samefile(first, second)
+    except (OSError, ValueError):  # an unresolvable path is refused later, by its reader or writer
+        return False
+
+
+def check_outputs_spare_inputs(outputs: Iterable[tuple[str, str | Path]], inputs: Iterable[tuple[str, str | Path]]) -> None:
+    """Refuse, before anything is read or written, an output that names an input file or another output.
+
+    Paths are compared after resolving symbolic links and ``..`` (:func:`os.path.realpath`),
+    and by device and inode when both exist (hard links, :func:`os.path.samefile`). An
+    output that is an existing character device (``/dev/null``, a terminal) overwrites
+    nothing and is not compared.
+
+    Parameters
+    ----------
+    outputs, inputs
+        ``(option, path)`` pairs, the option as the user typed it (``"--out"``).
+
+    Raises
+    ------
+    InputError
+        One line naming both options and the path.
+    """
+    inputs = list(inputs)
+    seen: list[tuple[str, str | Path]] = []
+    for option, path in outputs:
+        try:
+            if stat.S_ISCHR(os.stat(path).st_mode):
+                continue
+        except (OSError, ValueError):
+            pass
+        for other, named in seen:
+            if same_file(path, named):
+                raise InputError(f"{other} and {option} both name {path}: each output needs its own file (nothing was written)")
+        for other, named in inputs:
+            if same_file(path, named):
+                raise InputError(
+                    f"{option} and {other} both name {path}: the output would overwrite the input; "
+                    "write the output elsewhere (nothing was read or written)"
+                )
+        seen.append((option, path))
+
+
 def _staged_write(target: Path, write: Callable[[object], None]) -> Path:
     """Write to a temporary file beside ``target`` (mode 0666 less the umask); return its path."""
     try:
@@ -150,7 +214,7 @@ def _staged_write(target: Path, write: Callable[[object], None]) -> Path:
         )
     except OSError as error:
         reason = error.strerror or error.__class__.__name__
-        raise InputError(f"{target}: cannot write in the folder {target.parent} ({reason})") from None
+        raise OutputError(target, f"cannot write in the folder {target.parent} ({reason})") from None
     try:
         with handle:
             write(handle)
@@ -180,12 +244,18 @@ def write_files(writes: list[tuple[str | Path, Callable[[object], None]]]) -> No
             if destination.stream:
                 buffer = io.StringIO()
                 write(buffer)
-                streams.append((destination.target, buffer.getvalue()))
+                streams.append((destination, buffer.getvalue()))
             else:
-                staged.append((_staged_write(destination.target, write), destination.target))
-        for target, text in streams:
-            with open(target, "w") as handle:
-                handle.write(text)
+                try:
+                    staged.append((_staged_write(destination.target, write), destination.target))
+                except OSError as error:
+                    raise _output_error(destination.path, error) from None
+        for destination, text in streams:
+            try:
+                with open(destination.target, "w") as handle:
+                    handle.write(text)
+            except OSError as error:
+                raise _output_error(destination.path, error) from None
     except BaseException:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
@@ -193,9 +263,11 @@ def write_files(writes: list[tuple[str | Path, Callable[[object], None]]]) -> No
     for index, (temporary, target) in enumerate(staged):
         try:
             os.replace(temporary, target)
-        except BaseException:
+        except BaseException as error:
             for remaining, _ in staged[index:]:
                 remaining.unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise _output_error(target, error) from None
             raise
 
 

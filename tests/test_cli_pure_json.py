@@ -1,0 +1,79 @@
+"""``--json`` prints exactly one JSON document on stdout, and nothing else writes there.
+
+Each command runs in a subprocess, so output written by native libraries straight to
+file descriptor 1 (highspy 1.16's "Running HiGHS ... Copyright" banner) is seen too;
+``json.loads`` accepts one document and nothing after it. Commands are discovered
+from the CLI: one that gains ``--json`` fails :func:`test_every_json_command_has_a_case`
+until it has a row in :data:`CASES`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from typer.main import get_command
+
+from designer.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "designer" / "examples"
+SAMPLERS = ROOT / "tests" / "fixtures" / "audit" / "samplers.py"
+CLI = [sys.executable, "-c", "from designer.cli import main; main()"]
+RECORDS = ["--data", str(EXAMPLES / "robust_survey_records.csv"), "--secret", "smoker", "--public", "region", "--eps", "1"]
+
+#: command -> (arguments with {tmp} for the test's folder, expected exit code); run in this order
+#: (package before verify-package, sample-package and estimate; robust before certify-robust).
+CASES = {
+    "certify": (["--E", str(EXAMPLES / "ldp4_E.csv"), "--channel", str(EXAMPLES / "grr4_Q.csv")], 0),
+    "design": (["--E", str(EXAMPLES / "survey_E.csv"), "--out", "{tmp}/design.csv"], 0),
+    "robust": ([*RECORDS, "--protocol", "polyopt", "--out", "{tmp}/robust.csv"], 0),
+    "certify-robust": ([*RECORDS, "--channel", "{tmp}/robust.csv"], 0),
+    "simulate": (["--mechanism", "grr", "--k", "4", "--eps", "1", "--n", "1000", "--seed", "1"], 0),
+    "range": (["--m", "8", "--D", "1", "--n", "1000", "--queries", "5"], 0),
+    "strategy": (["--workload", "prefix", "--E", str(EXAMPLES / "line8_E.csv"), "--out", "{tmp}/strategy.json"], 0),
+    "package": (["--E", str(EXAMPLES / "ldp4_E.csv"), "--channel", str(EXAMPLES / "grr4_Q.csv"), "--out", "{tmp}/p.json"], 0),
+    "verify-package": (["{tmp}/p.json"], 0),
+    "sample-package": (["{tmp}/p.json", "--input", "0", "--n", "5", "--seed", "1"], 0),
+    "estimate": (["--mechanism", "{tmp}/p.json", "--reports", "{tmp}/reports.csv"], 0),
+    "audit": (["--E", str(EXAMPLES / "ldp4_E.csv"), "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
+               "--reports-per-input", "500", "--seed", "1"], 0),
+}
+
+
+def test_every_json_command_has_a_case():
+    with_json = {name for name, command in get_command(app).commands.items()
+                 if any("--json" in (parameter.opts or []) for parameter in command.params)}
+    assert with_json == set(CASES), "add a case for the command's --json output"
+
+
+def run(name: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    arguments, _ = CASES[name]
+    filled = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    return subprocess.run([*CLI, name, *filled, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_json_stdout_is_exactly_one_document(tmp_path):
+    (tmp_path / "reports.csv").write_text("y\n" + "\n".join(str(index % 4) for index in range(200)) + "\n")
+    first = ["robust", "package"]  # the others read what these write
+    results = {name: run(name, tmp_path) for name in first}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        rest = [name for name in CASES if name not in first]
+        results.update(zip(rest, pool.map(lambda name: run(name, tmp_path), rest)))
+    for name, result in results.items():
+        assert result.returncode == CASES[name][1], (name, result.stderr)
+        try:
+            document = json.loads(result.stdout)
+        except json.JSONDecodeError as error:
+            pytest.fail(f"{name} --json: stdout is not one JSON document ({error}): {result.stdout[:200]!r}")
+        assert isinstance(document, dict) and document, name
+
+
+def test_the_demo_prints_no_solver_banner():
+    result = subprocess.run([*CLI, "demo"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "optimal" in result.stdout and "HiGHS" not in result.stdout + result.stderr
