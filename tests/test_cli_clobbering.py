@@ -36,6 +36,7 @@ REQUIRED = {
     "export-js": [],
     "audit": [],
     "sweep": [],
+    "keygen": [],
 }
 
 
@@ -63,6 +64,13 @@ def path_parameters(name: str) -> tuple[list[str], list[str], list[str]]:
 def test_every_command_with_outputs_is_covered():
     writing = {name for name in commands() if path_parameters(name)[0]}
     assert writing == set(REQUIRED), "add the new command's required arguments to REQUIRED"
+
+
+def test_an_option_a_command_reads_is_an_input_even_where_others_write_it():
+    """``shuffle --package`` reads a package (``design --package`` writes one)."""
+    outputs, inputs, _ = path_parameters("shuffle")
+    assert outputs == [] and "--package" in inputs
+    assert "--package" in path_parameters("design")[0]
 
 
 def refused(result, first: str, second: str) -> str:

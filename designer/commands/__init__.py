@@ -39,7 +39,9 @@ def file_parameters(command: Callable) -> dict[str, tuple[str, bool]]:
     for name, parameter in inspect.signature(command).parameters.items():
         declarations = [text for text in getattr(parameter.default, "param_decls", None) or () if text.startswith("--")]
         option = declarations[0] if declarations else name.upper()
-        found[name] = (option, option in OUTPUT_OPTIONS or option.endswith("-out"))
+        is_output = option not in getattr(command, "input_options", ()) and (
+            option in OUTPUT_OPTIONS or option.endswith("-out"))
+        found[name] = (option, is_output)
     return found
 
 
@@ -88,11 +90,16 @@ def _output_option(command: Callable, arguments: dict, path: Path) -> str:
     return ""
 
 
-def guarded(command: Callable) -> Callable:
+def guarded(command: Callable | None = None, *, inputs: frozenset[str] = frozenset()) -> Callable:
     """Decorator: report bad input as one line and exit 2, never a traceback.
 
     Before the command runs, no output may name an input (:func:`check_no_clobbering`).
+    ``inputs`` names options that this command reads although :data:`OUTPUT_OPTIONS`
+    lists them as outputs elsewhere (``shuffle --package`` reads a package).
     """
+    if command is None:
+        return functools.partial(guarded, inputs=inputs)
+    command.input_options = frozenset(inputs)
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
