@@ -40,7 +40,7 @@ from pathlib import Path
 
 from designer.sweep.cells import Cell, package_version
 from designer.sweep.plan import Plan
-from designer.sweep.runners import base_row, error_text, run_cell
+from designer.sweep.runners import base_row, error_text, run_cell, warm_up
 from designer.sweep.store import ResultStore
 
 #: A part file is written every FLUSH_SECONDS, or sooner once FLUSH_ROWS rows wait.
@@ -131,8 +131,13 @@ def dask_client(scheduler: str | None, workers: int):
             client.close()
             raise ValueError(f"the Dask scheduler at {scheduler} has no worker after {WORKER_WAIT_SECONDS:g} s") from None
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
+        import dask
+
+        # the workers' statistical profiler samples every thread every 10 ms: measurable
+        # against millisecond cells on a small machine, and nobody reads it here
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster)
     try:
         yield client
@@ -225,6 +230,12 @@ def run_sweep(
     with contextlib.ExitStack() as stack:
         if scheduler or workers > 0:
             client = stack.enter_context(dask_client(scheduler, workers))
+            if todo:
+                try:
+                    client.run(warm_up, plan.task)
+                except Exception as error:  # noqa: BLE001 - e.g. a worker without this package
+                    raise ValueError(f"the Dask workers cannot load the {plan.task} cells ({error_text(error)}); "
+                                     f"install ldp-designer {version} on every worker") from None
             rows = dask_rows(client, todo, version, cell_timeout)
         else:
             rows = (execute_cell(cell.inputs, cell.hash, version, cell_timeout) for cell in todo)

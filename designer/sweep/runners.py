@@ -152,3 +152,19 @@ def _simulate(cell: dict, cell_hash: str) -> dict:
 
 
 RUNNERS = {"design": _design, "robust-design": _robust_design, "certify": _certify, "simulate": _simulate}
+#: The library modules each runner imports on its first cell.
+RUNNER_MODULES = {
+    "design": ("designer.design", "designer.certify"),
+    "robust-design": ("designer.robust.certify", "designer.robust.confidence", "designer.robust.polyopt",
+                      "designer.robust.protocols"),
+    "certify": ("designer.certify", "designer.io"),
+    "simulate": ("designer.mechanisms", "designer.simulation"),
+}
+
+
+def warm_up(task: str) -> None:
+    """Import what the runner of ``task`` needs (on each worker as it starts, so no cell pays for it)."""
+    import importlib
+
+    for module in RUNNER_MODULES[task]:
+        importlib.import_module(module)
