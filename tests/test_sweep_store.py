@@ -192,7 +192,7 @@ def test_compaction_merges_parts_newest_row_wins_and_survives_a_crash(tmp_path, 
     assert len(store.parts()) == 1 and not set(store.parts()) & set(old)
     assert store.read().equals(before)
     result = run_cli("sweep", "--out", str(tmp_path / "out"), "--compact")
-    assert result.returncode == 0 and "0 parts merged" in result.stderr and "1 parts now" in result.stderr
+    assert result.returncode == 0 and "0 parts merged" in result.stderr and "1 part file now" in result.stderr
     refused = run_cli("sweep", "plan.toml", "--out", str(tmp_path / "out"), "--compact")
     assert refused.returncode == 2 and "either PLAN or --compact" in refused.stderr
 

@@ -39,7 +39,7 @@ def sweep_command(
         if plan is not None:
             raise ValueError("--compact merges the parts of --out and runs no plan: give either PLAN or --compact")
         merged, rows = store.compact()
-        console.print(f"{escape(str(out))}: {merged} parts merged into one ({rows} rows); {len(store.parts())} parts now")
+        console.print(f"{escape(str(out))}: {merged} parts merged into one ({rows} rows); {_parts(len(store.parts()))} now")
         return
     if plan is None:
         raise ValueError("missing PLAN (a TOML plan file), or --compact to merge the parts of --out")
@@ -79,7 +79,7 @@ def sweep_command(
     console.print(
         f"{escape(loaded.name)}: {summary.total} cells, {summary.skipped} already stored, {summary.computed} computed "
         f"in {summary.seconds:.1f} s, {summary.errors} failed ({summary.timed_out} timed out); results in "
-        f"{escape(str(out))} ({summary.parts} parts)"
+        f"{escape(str(out))} ({_parts(summary.parts)})"
     )
     for line in summary.first_errors:
         console.print(f"  {escape(line)}")
@@ -91,6 +91,10 @@ def sweep_command(
 
         plot_tradeoff(store.read({cell.hash for cell in loaded.cells}), plot, title=loaded.name)
         console.print(f"trade-off curves in {escape(str(plot))}")
+
+
+def _parts(count: int) -> str:
+    return f"{count} part file{'' if count == 1 else 's'}"
 
 
 def _stop(progress) -> None:

@@ -1,7 +1,9 @@
 """Sweep plans: a TOML file naming the grid and what to compute in each cell.
 
 Every field is checked and every cell built (:mod:`designer.sweep.cells`) when the
-plan is read, so a bad plan fails with one line before any work starts.
+plan is read, so a bad plan fails with one line before any work starts. The plan's
+size is counted from its numbers before any cell is built (:func:`plan_size`): more
+than :data:`MAX_CELLS` cells are refused with the size and its product.
 
 Format (all tasks)::
 
