@@ -9,9 +9,11 @@
 * Millisecond cells: ``design`` (mutual information) of four k = 4 families at 900
   epsilons, ``MS_CELLS`` = 3,600 cells of about 1-2 ms each, where the per-task cost of
   Dask matters: the serial loop against ``run_sweep`` serially and on 1 and 2 workers
-  (cells batched per task, see :mod:`designer.sweep.execution`), interleaved, medians.
-  Overhead = 1 worker / loop - 1 (goal: under 10%); goal: 2 workers no slower than the
-  loop. The parts left in the store after each run are counted (compaction).
+  (cells batched per task, see :mod:`designer.sweep.execution`), and on 2 workers with
+  one cell per task (the unbatched scheduling), interleaved; each time is divided by the
+  serial loop of the same repeat, and the median of those ratios is reported. Overhead =
+  1 worker / loop - 1 (goal: under 10%); goal: 2 workers no slower than the loop. The parts
+  left in the store after each run are counted (compaction).
 
 Run: ``.venv/bin/python benchmarks/bench_sweep.py [cpu] [millisecond]`` (default both;
 about 2-4 minutes each on 2 cores).
@@ -36,7 +38,7 @@ CPU_CELLS_DRAWS = 32  # x 3 epsilons
 MS_EPSILONS = 900  # x 4 families
 MS_CELLS = 4 * MS_EPSILONS
 REPEATS = 3
-MS_REPEATS = 2
+MS_REPEATS = 3
 
 CPU_PLAN = f"""
 task = "robust-design"
@@ -118,31 +120,42 @@ def cpu_bound(folder: Path) -> None:
 
 
 def millisecond(folder: Path) -> None:
+    import designer.sweep.execution as execution
+
     plan = parse_plan(tomllib.loads(MS_PLAN))
     n = len(plan.cells)
     assert n == MS_CELLS
     run_cell(plan.cells[0].inputs, plan.cells[0].hash, package_version())  # warm-up: imports, caches
     times: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
     startups: dict[str, list[float]] = {}
     parts: dict[str, list[int]] = {}
-    for _ in range(MS_REPEATS):  # interleaved
-        times.setdefault("serial loop (baseline)", []).append(serial_loop(plan))
-        for workers in (0, 1, 2):
-            name = "run_sweep serial" if workers == 0 else f"LocalCluster, {workers} worker(s)"
-            seconds, startup = sweep_seconds(plan, folder, workers, parts.setdefault(name, []))
+    variants = [("run_sweep serial", 0, execution.MAX_TASK_CELLS), ("LocalCluster, 1 worker", 1, execution.MAX_TASK_CELLS),
+                ("LocalCluster, 2 workers", 2, execution.MAX_TASK_CELLS),
+                ("LocalCluster, 2 workers, one cell per task (unbatched)", 2, 1)]
+    for _ in range(MS_REPEATS):  # interleaved; each variant's ratio is taken against this repeat's loop
+        loop = serial_loop(plan)
+        times.setdefault("serial loop (baseline)", []).append(loop)
+        ratios.setdefault("serial loop (baseline)", []).append(1.0)
+        for name, workers, cap in variants:
+            execution.MAX_TASK_CELLS = cap
+            try:
+                seconds, startup = sweep_seconds(plan, folder, workers, parts.setdefault(name, []))
+            finally:
+                execution.MAX_TASK_CELLS = variants[0][2]
             times.setdefault(name, []).append(seconds)
+            ratios.setdefault(name, []).append(seconds / loop)
             startups.setdefault(name, []).append(startup)
-    baseline = statistics.median(times["serial loop (baseline)"])
-    print(f"millisecond cells: {n} designs (4 families, k = 4), medians of {MS_REPEATS} interleaved runs; "
+    print(f"millisecond cells: {n} designs (4 families, k = 4), {MS_REPEATS} interleaved repeats; "
           f"load average {os.getloadavg()}")
-    print("| run | median s | runs (s) | ms/cell | vs serial loop (time ratio) | cluster start-up (s) | parts left |")
+    print("| run | median s | runs (s) | ms/cell | time / same repeat's loop: median (runs) | cluster start-up (s) | parts left |")
     print("|---|---|---|---|---|---|---|")
     for name, values in times.items():
         seconds = statistics.median(values)
         startup = f"{statistics.median(startups[name]):.2f}" if name in startups else "-"
         left = ", ".join(map(str, parts[name])) if name in parts else "-"
         print(f"| {name} | {seconds:.2f} | {', '.join(f'{v:.2f}' for v in values)} | {1e3 * seconds / n:.2f} | "
-              f"{seconds / baseline:.2f} | {startup} | {left} |")
+              f"{statistics.median(ratios[name]):.2f} ({', '.join(f'{r:.2f}' for r in ratios[name])}) | {startup} | {left} |")
 
 
 def main() -> None:
