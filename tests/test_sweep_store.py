@@ -71,17 +71,8 @@ def test_family_parameters_and_E_hash_are_columns(tmp_path):
     plan = parse_plan(tomllib.loads("""
 task = "design"
 epsilons = [1.0]
-[[families]]
-family = "high-low"
-k = 4
-sensitive = [0]
-[[families]]
-family = "high-low"
-k = 4
-sensitive = [0, 1, 2, 3]
-[[families]]
-family = "ldp"
-k = 4
+families = [{ family = "high-low", k = 4, sensitive = [0] }, { family = "high-low", k = 4, sensitive = [0, 1, 2, 3] },
+            { family = "ldp", k = 4 }]
 """))
     run_sweep(plan, tmp_path / "out", workers=0)
     frame = ResultStore(tmp_path / "out").read().set_index("sensitive", drop=False)
