@@ -207,3 +207,26 @@ def test_task_sizes_follow_the_measured_cell_time():
     assert task_cells(measured(8, 0.001), remaining=40, slots=4) == 10  # the tail is shared evenly
     assert task_cells(measured(2, 0.0), remaining=3, slots=4) == 1
     assert task_cells([{"seconds": None}], remaining=0, slots=4) == 1  # a KilledWorker row has no time
+
+
+def test_parts_written_before_the_parameter_columns_read_them_as_null(tmp_path):
+    import pyarrow.parquet as pq
+
+    plan = parse_plan(tomllib.loads(DESIGN_PLAN))
+    run_sweep(plan, tmp_path / "out", workers=0)
+    [part] = ResultStore(tmp_path / "out").parts()
+    new = pq.read_table(part)
+    old = new.drop_columns(["sensitive", "blocks", "E_hash", "params"])  # the columns before they existed
+    pq.write_table(old, part)
+    messages: list[str] = []
+    frame = ResultStore(tmp_path / "out", warn=messages.append).read()
+    assert not messages and len(frame) == 6 and frame["E_hash"].isna().all() and frame["params"].isna().all()
+    assert frame["objective"].tolist() == new.to_pandas().sort_values("hash")["objective"].tolist()
+    summary = run_sweep(plan, tmp_path / "out", workers=0)
+    assert (summary.skipped, summary.computed) == (6, 0)  # the old rows still count as stored
+
+
+def test_sweep_without_plan_or_compact_is_one_line(tmp_path):
+    result = run_cli("sweep", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "missing PLAN" in result.stderr
+    assert not (tmp_path / "out").exists()
