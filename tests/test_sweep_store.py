@@ -230,3 +230,24 @@ def test_sweep_without_plan_or_compact_is_one_line(tmp_path):
     result = run_cli("sweep", "--out", str(tmp_path / "out"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "missing PLAN" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_two_E_files_are_two_curves_told_apart_by_E_hash(tmp_path):
+    write(tmp_path / "E1.csv", "0,1\n1,0\n")
+    write(tmp_path / "E2.csv", "0,2\n2,0\n")  # twice the level: binary randomised response at 2 eps
+    plan = parse_plan(tomllib.loads('task = "design"\nepsilons = [0.5, 1.0]\n'
+                                    'families = [{ family = "file", path = "E1.csv" }, { family = "file", path = "E2.csv" }]\n'),
+                      base=tmp_path)
+    run_sweep(plan, tmp_path / "out", workers=0)
+    frame = ResultStore(tmp_path / "out").read()
+    import hashlib
+
+    for name, scale in (("E1.csv", 1), ("E2.csv", 2)):
+        digest = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+        rows = frame[frame["params"].str.contains(digest)]
+        assert len(rows) == 2 and rows["E_hash"].nunique() == 1
+        for _, row in rows.iterrows():
+            assert row["objective"] == pytest.approx(binary_rr_information(scale * row["epsilon"]), abs=1e-9)
+    table, keys = curve_table(frame)
+    names = sorted(name for name, _ in curve_names(table, keys))
+    assert names == sorted(f"E {h[:8]}" for h in frame["E_hash"].unique())  # nothing else varies
