@@ -159,3 +159,29 @@ def test_killing_a_worker_loses_no_cell(tmp_path):
     frame = ResultStore(tmp_path / "out").read()
     assert summary.computed == len(plan.cells) == len(frame) == 12
     assert frame["error"].isna().all() and set(frame["hash"]) == {cell.hash for cell in plan.cells}
+
+
+def test_millisecond_cells_travel_in_batches(cluster, tmp_path, monkeypatch):
+    """400 binary randomised-response designs: a few dozen tasks, every cell once, each value exact."""
+    import math
+
+    import designer.sweep.execution as execution
+
+    sizes: list[int] = []
+    measured = execution.task_cells
+
+    def recording(rows, remaining, slots):
+        sizes.append(len(rows))
+        return measured(rows, remaining, slots)
+
+    monkeypatch.setattr(execution, "task_cells", recording)
+    epsilons = ", ".join(f"{0.5 + i / 200:.3f}" for i in range(400))
+    plan = parse_plan(tomllib.loads(f'task = "design"\nepsilons = [{epsilons}]\n[[families]]\nfamily = "ldp"\nk = 2\n'))
+    summary = run_sweep(plan, tmp_path / "out", scheduler=cluster)
+    frame = ResultStore(tmp_path / "out").read()
+    assert summary.computed == len(frame) == sum(sizes) == 400 and frame["hash"].is_unique
+    assert len(sizes) < 100 and max(sizes) > 10  # batched: far fewer tasks than cells
+    assert summary.parts == 1
+    for eps, objective in zip(frame["epsilon"], frame["objective"]):
+        p = math.exp(eps) / (1 + math.exp(eps))
+        assert objective == pytest.approx(math.log(2) + p * math.log(p) + (1 - p) * math.log(1 - p), abs=1e-9)

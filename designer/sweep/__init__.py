@@ -6,7 +6,8 @@
   or simulation library, returned as one tidy row;
 * :mod:`designer.sweep.execution` — the cells on a Dask cluster (embedded ``LocalCluster``
   or a running scheduler) or serially, with per-cell timeouts and errors recorded;
-* :mod:`designer.sweep.store` — the incremental Parquet store that makes a sweep resumable;
+* :mod:`designer.sweep.store` — the incremental Parquet store that makes a sweep resumable
+  (unreadable parts quarantined, small parts compacted, the newest row of a cell wins);
 * :mod:`designer.sweep.plot` — utility against epsilon with confidence bands over draws.
 
 Python use (what the notebooks do)::

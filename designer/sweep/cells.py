@@ -29,6 +29,8 @@ TASKS = ("design", "robust-design", "certify", "simulate")
 FAMILIES = ("ldp", "high-low", "block", "metric-line", "file")
 MECHANISMS = ("grr", "hr", "block-hr", "high-low-hr")
 PROTOCOL_NAMES = ("polyopt", "srr", "grr", "ir", "grr-cr", "ue-cr")
+#: The most symbols a generated family (or a robust shape |S| |U|) may have: its k x k E fits in 128 MiB.
+MAX_K = 4096
 #: Fields each family entry takes (beyond ``family``).
 FAMILY_FIELDS = {"ldp": {"k"}, "high-low": {"k", "sensitive"}, "block": {"blocks"}, "metric-line": {"k"}, "file": {"path"}}
 
@@ -52,10 +54,19 @@ def package_version() -> str:
         return "0+unknown"
 
 
+def canonical_json(value) -> str:
+    """Compact JSON with sorted keys (the same text for the same value)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def canonical_hash(value) -> str:
+    """SHA-256 (hex) of :func:`canonical_json`."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
 def cell_hash(inputs: dict) -> str:
     """SHA-256 (hex) of the canonical JSON of the inputs and the package version."""
-    text = json.dumps({"inputs": inputs, "version": package_version()}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return canonical_hash({"inputs": inputs, "version": package_version()})
 
 
 def make_cell(inputs: dict) -> Cell:
@@ -137,10 +148,20 @@ def _family(entry: dict, base: Path) -> dict:
         inputs["sha256"] = _file_hash(path)
         inputs["k"] = privacy_matrix({**inputs, "epsilon": 1.0}).k
     else:
+        _check_k(family, entry)
         privacy_matrix({**inputs, "epsilon": 1.0})  # validates k, sensitive, blocks now
         if family == "block":
             inputs["k"] = int(sum(entry["blocks"]))
     return inputs
+
+
+def _check_k(family: str, entry: dict) -> None:
+    """Refuse a generated family larger than :data:`MAX_K` symbols before its E is built."""
+    sizes = entry["blocks"] if family == "block" else [entry["k"]]
+    if not isinstance(sizes, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes):
+        raise ValueError(f"family {family}: {'blocks' if family == 'block' else 'k'} must be whole numbers")
+    if sum(sizes) > MAX_K:
+        raise ValueError(f"family {family}: k = {sum(sizes):,} symbols; at most {MAX_K:,} are allowed")
 
 
 def _file_hash(path: Path) -> str:
@@ -223,6 +244,9 @@ def _robust_grid(document: dict, epsilons: list[float]):
     shapes = [tuple(shape) for shape in draws["shapes"]]
     if not shapes or not all(len(s) == 2 and all(isinstance(a, int) and a >= 2 for a in s) for s in shapes):
         raise ValueError("draws.shapes must be a list of [|S|, |U|] pairs of integers >= 2")
+    for a1, a2 in shapes:
+        if a1 * a2 > MAX_K:
+            raise ValueError(f"draws.shapes: [{a1}, {a2}] has {a1 * a2:,} cells; at most {MAX_K:,} are allowed")
     if not all(isinstance(n, int) and n >= 1 for n in draws["records"]) or not draws["records"]:
         raise ValueError("draws.records must be a list of integers >= 1")
     if not all(isinstance(a, float) and 0 < a < 1 for a in draws["alphas"]) or not draws["alphas"]:

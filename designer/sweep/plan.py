@@ -1,7 +1,9 @@
 """Sweep plans: a TOML file naming the grid and what to compute in each cell.
 
 Every field is checked and every cell built (:mod:`designer.sweep.cells`) when the
-plan is read, so a bad plan fails with one line before any work starts.
+plan is read, so a bad plan fails with one line before any work starts. The plan's
+size is counted from its numbers before any cell is built (:func:`plan_size`): more
+than :data:`MAX_CELLS` cells are refused with the size and its product.
 
 Format (all tasks)::
 
@@ -54,6 +56,8 @@ import numpy as np
 
 from designer.sweep.cells import FAMILIES, MECHANISMS, PROTOCOL_NAMES, TASKS, Cell, build_cells
 
+#: The most cells a plan may have (each is a task and a stored row; split larger grids into plans).
+MAX_CELLS = 1_000_000
 #: Keys allowed at the top level of a plan.
 TOP_LEVEL = {"name", "task", "epsilons", "families", "design", "certify", "simulate", "protocols", "draws"}
 
@@ -103,7 +107,9 @@ def parse_plan(document: dict, base: str | Path = ".", source: str = "") -> Plan
     name = document.get("name", Path(source).stem if source else "sweep")
     if not isinstance(name, str):
         raise PlanError("name must be text")
-    epsilons = parse_epsilons(_required(document, "epsilons", (list, dict)))
+    grid = _required(document, "epsilons", (list, dict))
+    check_size(task, epsilon_count(grid), document)
+    epsilons = parse_epsilons(grid)
     try:
         cells = build_cells(task, name, epsilons, document, Path(base))
     except (ValueError, TypeError, KeyError) as error:
@@ -114,6 +120,54 @@ def parse_plan(document: dict, base: str | Path = ".", source: str = "") -> Plan
     return Plan(name=name, task=task, cells=cells, source=source)
 
 
+def epsilon_count(value) -> int:
+    """How many epsilons a grid has, read without building it (``num`` may be an integral float)."""
+    if not isinstance(value, dict):
+        return len(value)
+    num = value.get("num")
+    if isinstance(num, float) and num.is_integer():
+        return int(num)
+    return num if isinstance(num, int) and not isinstance(num, bool) else 1
+
+
+def plan_size(task: str, epsilons: int, document: dict) -> tuple[int, str]:
+    """The number of cells a plan asks for and its product written out, read before any cell is built.
+
+    Malformed fields count as 1 here; :func:`parse_plan` names them afterwards.
+    """
+    def many(value) -> int:
+        return len(value) if isinstance(value, list) else 1
+
+    def whole(value) -> int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+    section = document.get(task) if isinstance(document.get(task), dict) else {}
+    draws = document.get("draws") if isinstance(document.get("draws"), dict) else {}
+    factors = {
+        "design": [("families", many(document.get("families"))), ("utilities", many(section.get("utilities", [0])))],
+        "certify": [("families", many(document.get("families"))), ("channels", many(section.get("channels")))],
+        "simulate": [("families", many(document.get("families"))), ("mechanisms", many(section.get("mechanisms"))),
+                     ("replicates", whole(section.get("replicates", 1)))],
+        "robust-design": [("shapes", many(draws.get("shapes"))), ("records", many(draws.get("records"))),
+                          ("alphas", many(draws.get("alphas"))), ("draws.count", whole(draws.get("count"))),
+                          ("protocols", many(document.get("protocols")))],
+    }[task]
+    size = epsilons
+    for _, value in factors:
+        size *= value
+    return size, " x ".join([f"{epsilons} epsilons", *(f"{value} {name}" for name, value in factors)])
+
+
+def check_size(task: str, epsilons: int, document: dict) -> None:
+    """Refuse a plan of more than :data:`MAX_CELLS` cells (one line with its size), before building it."""
+    size, product = plan_size(task, epsilons, document)
+    if size > MAX_CELLS:
+        raise PlanError(f"the plan has {size:,} cells ({product}); at most {MAX_CELLS:,} are allowed: "
+                        "split it into several plans")
+
+
 def parse_epsilons(value) -> list[float]:
     """The epsilon grid: a list of positive numbers, or ``{start, stop, num, spacing}``."""
     if isinstance(value, dict):
@@ -121,7 +175,10 @@ def parse_epsilons(value) -> list[float]:
         if unknown:
             raise PlanError(f"epsilons: unknown field {unknown[0]!r} (start, stop, num, spacing)")
         start, stop = _required(value, "start", (int, float), "epsilons."), _required(value, "stop", (int, float), "epsilons.")
-        num = _required(value, "num", int, "epsilons.")
+        num = _required(value, "num", (int, float), "epsilons.")
+        if not float(num).is_integer():
+            raise PlanError(f"epsilons.num must be a whole number, got {num!r}")
+        num = int(num)
         spacing = value.get("spacing", "linear")
         if spacing not in ("linear", "geometric"):
             raise PlanError(f"epsilons.spacing must be 'linear' or 'geometric', got {spacing!r}")
@@ -153,4 +210,5 @@ def _required(document: dict, key: str, kind, prefix: str = ""):
     return value
 
 
-__all__ = ["FAMILIES", "MECHANISMS", "PROTOCOL_NAMES", "Plan", "PlanError", "load_plan", "parse_epsilons", "parse_plan"]
+__all__ = ["FAMILIES", "MAX_CELLS", "MECHANISMS", "PROTOCOL_NAMES", "Plan", "PlanError", "check_size", "epsilon_count",
+           "load_plan", "parse_epsilons", "parse_plan", "plan_size"]

@@ -24,14 +24,21 @@ import time
 
 import numpy as np
 
+from designer.sweep.cells import canonical_hash, canonical_json
+
 #: Columns of a result row, with their Arrow types (see :mod:`designer.sweep.store`).
 COLUMNS = {
     "hash": "string", "plan": "string", "task": "string", "family": "string", "protocol": "string",
-    "utility": "string", "k": "int64", "epsilon": "float64", "shape": "string", "records": "int64",
+    "utility": "string", "k": "int64", "sensitive": "string", "blocks": "string", "E_hash": "string",
+    "epsilon": "float64", "shape": "string", "records": "int64",
     "alpha": "float64", "draw": "int64", "replicate": "int64", "objective": "float64", "certified": "bool",
     "verdict": "string", "seconds": "float64", "vertices": "int64", "outputs": "int64", "error": "string",
-    "version": "string",
+    "version": "string", "params": "string",
 }
+#: Inputs that define a family's E at unit level (their canonical JSON hashed is ``E_hash``).
+E_KEYS = ("family", "k", "sensitive", "blocks", "sha256")
+#: Inputs left out of ``params`` (columns already, or the bulky drawn counts of robust cells).
+NOT_PARAMS = {*COLUMNS, "counts"}
 
 
 def run_cell(cell: dict, cell_hash: str, version: str) -> dict:
@@ -56,7 +63,14 @@ def base_row(cell: dict, cell_hash: str, version: str) -> dict:
     if "shape" in cell:
         row["shape"] = "x".join(map(str, cell["shape"]))
         row["k"] = int(np.prod(cell["shape"]))
+    for key in ("sensitive", "blocks"):
+        if key in cell:
+            row[key] = ",".join(map(str, cell[key]))
+    if "family" in cell:
+        row["E_hash"] = canonical_hash({key: cell[key] for key in E_KEYS if key in cell})
+    row["params"] = canonical_json({key: value for key, value in cell.items() if key not in NOT_PARAMS})
     return row
+
 
 
 def error_text(error: BaseException) -> str:
@@ -138,3 +152,19 @@ def _simulate(cell: dict, cell_hash: str) -> dict:
 
 
 RUNNERS = {"design": _design, "robust-design": _robust_design, "certify": _certify, "simulate": _simulate}
+#: The library modules each runner imports on its first cell.
+RUNNER_MODULES = {
+    "design": ("designer.design", "designer.certify"),
+    "robust-design": ("designer.robust.certify", "designer.robust.confidence", "designer.robust.polyopt",
+                      "designer.robust.protocols"),
+    "certify": ("designer.certify", "designer.io"),
+    "simulate": ("designer.mechanisms", "designer.simulation"),
+}
+
+
+def warm_up(task: str) -> None:
+    """Import what the runner of ``task`` needs (on each worker as it starts, so no cell pays for it)."""
+    import importlib
+
+    for module in RUNNER_MODULES[task]:
+        importlib.import_module(module)
