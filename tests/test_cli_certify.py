@@ -102,3 +102,6 @@ def test_console_script_runs_demo():
     result = subprocess.run([sys.executable, "-m", "designer.cli", "demo"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "certified" in result.stdout and "violated" in result.stdout
+    output = " ".join(result.stdout.split())  # rich wraps long lines
+    assert "clients given the author's public key accept it (Ed25519 signature by" in output
+    assert "re-signed by another key: refused: signed by the key" in output

@@ -126,12 +126,30 @@ def deploy_example(console: Console) -> None:
             except PackageTampered as error:
                 message = str(error).split(":")[0]
             console.print(f"  tampered ({what}): [red]rejected[/] (exit 1): {escape(message)}")
+        sign_example(document, forged, Path(folder), console)
         counts = TableSampler(document, sha256=document["sha256"]).counts(0, 30_000)
         bulk = VectorisedSampler(document, sha256=document["sha256"]).counts(0, 1_000_000)
         console.print(
             f"  sampled input 'no' exactly: secrets 30000 reports {counts}, ChaCha20 10^6 reports {bulk.tolist()} "
             f"(table: {int(document['table'][0][0]) / 2**32:.10f} / {int(document['table'][0][1]) / 2**32:.10f})"
         )
+
+
+def sign_example(document: dict, forged: dict, folder, console: Console) -> None:
+    """Sign the package with a new Ed25519 key; a forgery re-signed by another key is refused by the author's key."""
+    from designer.deploy.sampler import PackageUntrusted, authenticate
+    from designer.deploy.signing import generate_key_files, read_private_key, sign_package
+
+    author_key, _, author_public = generate_key_files(folder / "author.key")
+    attacker_key, _, _ = generate_key_files(folder / "attacker.key")
+    signed = sign_package(document, read_private_key(author_key))
+    console.print(f"  signed (keygen, package --sign): clients given the author's public key accept it "
+                  f"({escape(authenticate(signed, public_key=author_public))})")
+    try:
+        authenticate(sign_package(forged, read_private_key(attacker_key)), public_key=author_public)
+        console.print("  [red]a forgery re-signed by another key was accepted[/]")
+    except PackageUntrusted as error:
+        console.print(f"  re-hashed forgery re-signed by another key: [red]refused[/]: {escape(str(error))}")
 
 
 def demo_command() -> None:
