@@ -68,6 +68,9 @@ class PairClass:
         Why no finite bound exists when there is none (empty otherwise).
     pairs : tuple of tuple of int
         The ordered table indices ``(x, x')`` (empty for a structured class).
+    binary : tuple of float
+        For a two-output table: ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1], max_z |Q[z,0] + Q[z,1] - 1|)``,
+        the parameters of the exact count analysis (:mod:`designer.shuffle.binary`); empty otherwise.
     """
 
     name: str
@@ -83,6 +86,18 @@ class PairClass:
     test_class: tuple[float, float]
     reason: str = ""
     pairs: tuple[tuple[int, int], ...] = ()
+    binary: tuple[float, ...] = ()
+
+    def binary_pair(self, others: int, direction: int):
+        """The exact count analysis of one direction (``None`` unless the channel has two outputs and it applies)."""
+        from designer.shuffle.binary import BinaryPair
+
+        if not self.binary:
+            return None
+        first, second, low, high, defect = self.binary
+        pair = BinaryPair(first, second, low, high, others, defect)
+        pair = pair.reversed() if direction == 1 else pair
+        return pair if pair.usable else None
 
     def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
         """The two valid decompositions with ``others`` users of share ``share`` (none if the rows are equal).
@@ -121,6 +136,9 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     k, m_out = q.shape
     component = _components(q)
     slack = (m_out + 2) * _ULP
+    # two outputs: the rows as Bernoulli laws of a one (float sums charged 4 ulp)
+    binary_rows = (float(q[:, 1].min()), float(q[:, 1].max()),
+                   float(np.abs(q.sum(axis=1) - 1).max()) + 4 * _ULP) if m_out == 2 else None
     result = []
     for x in range(k):
         for x2 in range(x + 1, k):
@@ -159,6 +177,7 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 share_class, local,
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
+                (float(first[1]), float(second[1])) + binary_rows if binary_rows else (),
             ))
     return result
 
