@@ -187,16 +187,16 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     """Both directions of one pair: the smaller of the local level and the clone bounds."""
     if pair.ratio <= 1:  # equal rows: indistinguishable
         return PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows"))
+    exact = [pair.binary_pair(n - 1, direction) for direction in (0, 1)]
     candidates = []  # symmetric clone bounds
     worst = pair.experiments(n - 1, pair.share_all)
-    if worst:
+    if worst and None in exact:  # the exact count analysis is never above the worst-case clone bound
         candidates.append((evaluator.clones(worst), "clones"))
     if population is not None and pair.share_class > 0:
         candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))
     values, sources = [], []
     for direction in (0, 1):
-        exact = pair.binary_pair(n - 1, direction)
-        count = [(evaluator.binary(exact), "binary count")] if exact is not None else []
+        count = [(evaluator.binary(exact[direction]), "binary count")] if exact[direction] is not None else []
         value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates,
                             key=lambda item: item[0])
         values.append(value)

@@ -69,8 +69,10 @@ class PairClass:
     pairs : tuple of tuple of int
         The ordered table indices ``(x, x')`` (empty for a structured class).
     binary : tuple of float
-        For a two-output table: ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1], max_z |Q[z,0] + Q[z,1] - 1|)``,
-        the parameters of the exact count analysis (:mod:`designer.shuffle.binary`); empty otherwise.
+        For a two-output table: ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1])``, then
+        ``(Q[x',0], Q[x,0], min_z Q[z,0], max_z Q[z,0])`` and ``max_z |Q[z,0] + Q[z,1] - 1|``: the
+        parameters of the exact count analysis of each direction (:mod:`designer.shuffle.binary`);
+        empty otherwise.
     """
 
     name: str
@@ -89,14 +91,17 @@ class PairClass:
     binary: tuple[float, ...] = ()
 
     def binary_pair(self, others: int, direction: int):
-        """The exact count analysis of one direction (``None`` unless the channel has two outputs and it applies)."""
+        """The exact count analysis of one direction (``None`` unless the channel has two outputs and it applies).
+
+        ``x -> x'`` counts the ones, ``x' -> x`` the zeros (the same view: ``n`` minus the ones),
+        so a table symmetric under swapping both inputs and outputs gives equal pairs, evaluated once.
+        """
         from designer.shuffle.binary import BinaryPair
 
         if not self.binary:
             return None
-        first, second, low, high, defect = self.binary
-        pair = BinaryPair(first, second, low, high, others, defect)
-        pair = pair.reversed() if direction == 1 else pair
+        first, second, low, high = self.binary[4 * direction:4 * direction + 4]
+        pair = BinaryPair(first, second, low, high, others, self.binary[8])
         return pair if pair.usable else None
 
     def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
@@ -137,8 +142,9 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     component = _components(q)
     slack = (m_out + 2) * _ULP
     # two outputs: the rows as Bernoulli laws of a one (float sums charged 4 ulp)
-    binary_rows = (float(q[:, 1].min()), float(q[:, 1].max()),
-                   float(np.abs(q.sum(axis=1) - 1).max()) + 4 * _ULP) if m_out == 2 else None
+    if m_out == 2:
+        ones, zeros = (float(q[:, 1].min()), float(q[:, 1].max())), (float(q[:, 0].min()), float(q[:, 0].max()))
+        defect = float(np.abs(q.sum(axis=1) - 1).max()) + 4 * _ULP
     result = []
     for x in range(k):
         for x2 in range(x + 1, k):
@@ -177,7 +183,8 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 share_class, local,
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
-                (float(first[1]), float(second[1])) + binary_rows if binary_rows else (),
+                ((float(first[1]), float(second[1])) + ones + (float(second[0]), float(first[0])) + zeros + (defect,)
+                 if m_out == 2 else ()),
             ))
     return result
 
