@@ -20,12 +20,15 @@ Each ``f_a`` (others' count ``Bin(a, r_hi) + Bin(n - 1 - a, r_lo)``) is computed
 inverse FFT of its characteristic function ``exp(a l_hi(t) + b l_lo(t) - i t c_a)``,
 ``l(t) = log(1 - r + r e^it)`` (modulus through ``log1p``, argument through ``atan2``),
 on a window of ``+-h`` around ``c_a = round(mean)``, or on the whole support for small n.
-Every evaluation adds, times ``1 + e^eps >= |alpha| + |beta|``: the window's points times the
-per-point error (transform rounding ``8 (log2 L + 2) u`` times the mean of ``|phi|``, plus
-the mean of ``2 kappa |phi|`` with ``kappa`` a bound on the exponent's rounding error), the
-aliased mass and twice the mass outside the window (Bernstein: centred steps in
+Every evaluation adds, times ``1 + e^eps >= |alpha| + |beta|``: the window's points times
+the mean of ``2 kappa |phi|`` (``kappa`` bounds the exponent's rounding error, the rounding of
+the frequencies included; the exact transform maps it to at most that mean per point), the
+square root of the window's points times the transform's rounding in the 2-norm
+(``8 (log2 L + 2) u`` times the root mean square of ``|phi|``), the aliased mass and twice
+the mass outside the window (Bernstein: centred steps in
 ``[-1, 1]``, variance at most ``(n - 1) max r (1 - r)``), and ``n`` times the largest
-``|Q[z,0] + Q[z,1] - 1|`` (the float rows are read as Bernoulli laws).
+``|Q[z,0] + Q[z,1] - 1|`` (the float rows are read as Bernoulli laws), and ``16 u`` for the
+rounding of ``alpha``, ``beta``, ``e^eps`` and each term.
 """
 
 from __future__ import annotations
@@ -133,7 +136,10 @@ def _layout(pair: BinaryPair):
         real = 0.5 * np.log1p(-g)
         angle = np.arctan2(r * np.sin(t), 1 - r + r * np.cos(t))
         logs.append((real, angle))
-        errors.append(8 * _U * (np.abs(real) + g / (1 - g) + np.abs(angle) + 1))
+        # per user: g relative 6u -> 3u g / (1 - g) on the modulus; atan2 of (r sin t, 1 - r + r cos t)
+        # (errors 2u |y|, 3u; x^2 + y^2 = 1 - g) -> 5u |y| / (1 - g); t relative 2u, |dl/dt| <= 1 / (1 - g);
+        # each function's own rounding u |value|
+        errors.append(16 * _U * (np.abs(real) + np.abs(angle) + (g + np.abs(r * np.sin(t)) + t) / (1 - g)))
     if full:
         outside = aliased = 0.0
     else:
@@ -171,7 +177,8 @@ def _batches(pair: BinaryPair, compositions):
         tc, modulus = t[columns], modulus[:, columns]
         phase = a * log_high[1][columns] + b * log_low[1][columns] - tc * centre
         kappa = (a * error_high[columns] + b * error_low[columns]
-                 + 8 * _U * (tc * np.abs(centre) + np.abs(modulus) + np.abs(phase)) + 4 * _U)
+                 + 8 * _U * (2 * tc * np.abs(centre) + np.abs(modulus) + a * np.abs(log_high[1][columns])
+                    + b * np.abs(log_low[1][columns])) + 16 * _U)  # the sums' rounding, by their terms' sizes
         if float(kappa.max()) > MAX_KAPPA:
             yield None
             return
@@ -179,11 +186,17 @@ def _batches(pair: BinaryPair, compositions):
         phi = np.zeros((a.shape[0], t.size), dtype=complex)
         phi[:, columns] = magnitude * (np.cos(phase) - 1j * np.sin(phase))  # conjugate: irfft sums phi e^{+itd}
         w = weights[columns]
-        eta = (8 * (math.log2(size) + 2) * _U * (magnitude * w).sum(axis=1)
-               + (2 * kappa * magnitude * w).sum(axis=1)) / size + 1e-300
+        # error over the window: input errors |dphi| <= 2 kappa |phi| through the exact transform (per point
+        # at most their mean), and the transform's rounding, normwise (8 (log2 L + 2) u relative in the
+        # 2-norm): at most sqrt(points) times that norm over the window; e^-745 per dropped point
+        input_error = (2 * kappa * magnitude * w).sum(axis=1) / size
+        rounding = 8 * (math.log2(size) + 2) * _U * np.sqrt((magnitude ** 2 * w).sum(axis=1) / size)
+        window = offsets.size
+        error = window * (input_error + 1e-300) + math.sqrt(window) * rounding
         law = np.fft.irfft(phi, n=size, axis=1)[:, offsets % size]  # f(centre + d), d in the window
         padded = np.pad(law, ((0, 0), (1, 1)))
-        yield padded, (offsets.size + 1) * eta + aliased + 2 * outside + (m + 1) * pair.defect
+        # plus the rounding of alpha, beta, e^eps and of each term (16 u of the total mass, about 1)
+        yield padded, error + aliased + 2 * outside + (m + 1) * pair.defect + 16 * _U
 
 
 def _evaluate(pair: BinaryPair, batches, epsilons: list[float]) -> np.ndarray:
