@@ -146,8 +146,9 @@ def _layout(pair: BinaryPair):
         def tail(distance: float) -> float:  # Bernstein, two-sided
             return 2 * math.exp(-distance ** 2 / (2 * (variance + distance / 3))) if distance > 0 else 2.0
 
-        outside = tail(half - 0.5)
-        aliased = tail(size - half - 1.5)
+        # the window's centre is the rounded float mean: within 1/2 + 1e-9 of the exact one
+        outside = tail(half - 1)
+        aliased = tail(size - half - 2)
     return t, logs, errors, size, half, full, outside, aliased
 
 
