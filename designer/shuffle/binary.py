@@ -173,25 +173,34 @@ def _batches(pair: BinaryPair, compositions):
         b = m - a
         centre = np.zeros_like(a) if full else np.round(a * pair.high + b * pair.low)
         modulus = a * log_high[0] + b * log_low[0]  # log |phi|
-        # columns where |phi| < e^-745 everywhere are left 0 (an error under 1e-300 per point)
-        columns = np.flatnonzero(modulus.max(axis=0) > -745.0)
-        tc, modulus = t[columns], modulus[:, columns]
-        phase = a * log_high[1][columns] + b * log_low[1][columns] - tc * centre
-        kappa = (a * error_high[columns] + b * error_low[columns]
-                 + 8 * _U * (2 * tc * np.abs(centre) + np.abs(modulus) + a * np.abs(log_high[1][columns])
-                    + b * np.abs(log_low[1][columns])) + 16 * _U)  # the sums' rounding, by their terms' sizes
-        if float(kappa.max()) > MAX_KAPPA:
+        # beyond the last column where |phi| >= e^-745 somewhere, phi is left 0 (an error under 1e-300 per point)
+        kept = int(np.flatnonzero(modulus.max(axis=0) > -745.0)[-1]) + 1
+        tc, modulus = t[:kept], modulus[:, :kept]
+        angle_high, angle_low = log_high[1][:kept], log_low[1][:kept]
+        phase = a * angle_high + b * angle_low - tc * centre
+        # kappa = a e_hi + b e_lo + 8u (2 t |c| + |modulus| + a |angle_hi| + b |angle_lo|) + 16u per point (the
+        # sums' rounding by their terms' sizes): its largest value bounded here, its mean against |phi| below
+        unit = 8 * _U
+        largest = (a * error_high[:kept].max() + b * error_low[:kept].max() + unit * (
+            2 * math.pi * np.abs(centre) - modulus.min(axis=1, keepdims=True) + a * np.abs(angle_high).max()
+            + b * np.abs(angle_low).max()) + 2 * unit)
+        if float(largest.max()) > MAX_KAPPA:
             yield None
             return
         magnitude = np.exp(modulus)
         phi = np.zeros((a.shape[0], t.size), dtype=complex)
-        phi[:, columns] = magnitude * (np.cos(phase) - 1j * np.sin(phase))  # conjugate: irfft sums phi e^{+itd}
-        w = weights[columns]
+        phi.real[:, :kept] = magnitude * np.cos(phase)
+        phi.imag[:, :kept] = -magnitude * np.sin(phase)  # the conjugate: irfft sums phi e^{+itd}
+        weighted = magnitude * weights[:kept]
+        kappa_mass = (a[:, 0] * (weighted @ error_high[:kept]) + b[:, 0] * (weighted @ error_low[:kept]) + unit * (
+            2 * np.abs(centre[:, 0]) * (weighted @ tc) - (weighted * modulus).sum(axis=1)
+            + a[:, 0] * (weighted @ np.abs(angle_high)) + b[:, 0] * (weighted @ np.abs(angle_low))
+            + 2 * weighted.sum(axis=1)))
         # error over the window: input errors |dphi| <= 2 kappa |phi| through the exact transform (per point
         # at most their mean), and the transform's rounding, normwise (8 (log2 L + 2) u relative in the
         # 2-norm): at most sqrt(points) times that norm over the window; e^-745 per dropped point
-        input_error = (2 * kappa * magnitude * w).sum(axis=1) / size
-        rounding = 8 * (math.log2(size) + 2) * _U * np.sqrt((magnitude ** 2 * w).sum(axis=1) / size)
+        input_error = 2 * kappa_mass / size
+        rounding = 8 * (math.log2(size) + 2) * _U * np.sqrt((weighted * magnitude).sum(axis=1) / size)
         window = offsets.size
         error = window * (input_error + 1e-300) + math.sqrt(window) * rounding
         law = np.fft.irfft(phi, n=size, axis=1)[:, offsets % size]  # f(centre + d), d in the window
