@@ -159,6 +159,21 @@ def test_binary_channel_bound_is_the_exact_worst_case_over_every_dataset():
     assert result.lower <= exact * (1 + 1e-9) + 1e-12
 
 
+def test_binary_bound_beyond_the_evaluated_users_stays_monotone_and_above_the_exact_test(monkeypatch):
+    """With at most 60 other users evaluated, larger n reuse that bound or a smaller clone bound."""
+    import designer.shuffle.analysis as analysis
+    import designer.shuffle.binary as binary
+
+    monkeypatch.setattr(binary, "MAX_OTHERS", 60)
+    monkeypatch.setattr(analysis, "MAX_OTHERS", 60)
+    results = [guarantee(randomised_response(2, 2.0), n, 1e-3) for n in (40, 61, 62, 200)]
+    epsilons = [result.epsilon for result in results]
+    assert epsilons == sorted(epsilons, reverse=True)
+    assert epsilons[1] == epsilons[2]  # the bound of 60 others, reused
+    assert results[-1].pairs[0].source[0] == "clones"  # far beyond, the clone reduction wins
+    assert all(result.lower <= result.epsilon for result in results)
+
+
 def test_binary_delta_is_the_largest_composition_divergence_which_need_not_be_at_an_end():
     """Binary RR, eps0 = 4, n = 1000: scipy convolution of Bin(a, r) and Bin(n-1-a, 1-r) for every a."""
     growth, n, epsilon = math.exp(4), 1000, 1 / 6

@@ -95,13 +95,16 @@ class PairClass:
 
         ``x -> x'`` counts the ones, ``x' -> x`` the zeros (the same view: ``n`` minus the ones),
         so a table symmetric under swapping both inputs and outputs gives equal pairs, evaluated once.
+        Beyond :data:`~designer.shuffle.binary.MAX_OTHERS` other users, that many are analysed: an
+        extra user's report is an independent addition to the count, a post-processing, so more
+        users never raise the worst case (and the bound stays monotone in n).
         """
-        from designer.shuffle.binary import BinaryPair
+        from designer.shuffle.binary import MAX_OTHERS, BinaryPair
 
         if not self.binary:
             return None
         first, second, low, high = self.binary[4 * direction:4 * direction + 4]
-        pair = BinaryPair(first, second, low, high, others, self.binary[8])
+        pair = BinaryPair(first, second, low, high, min(others, MAX_OTHERS), self.binary[8])
         return pair if pair.usable else None
 
     def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
