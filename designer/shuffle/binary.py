@@ -67,9 +67,6 @@ class BinaryPair:
     others: int
     defect: float = 0.0
 
-    def reversed(self) -> "BinaryPair":
-        return BinaryPair(self.second, self.first, self.low, self.high, self.others, self.defect)
-
     @property
     def usable(self) -> bool:
         """Whether the exact evaluation applies (at least one other user, ``log1p`` well conditioned)."""
