@@ -13,6 +13,7 @@ from designer.cli import app
 from designer.deploy.sampler import package_digest
 from designer.deploy.structured import build_hadamard_package, build_high_low_package
 from designer.shuffle.analysis import shuffle_guarantee
+from designer.shuffle.binary import BinaryPair, binary_delta
 from designer.shuffle.clones import table_pairs
 from designer.shuffle.divergence import TwoCountExperiment, _lazy_law, epsilon_of, fmt_generic
 from designer.shuffle.lower import CountTest, epsilon_lower
@@ -142,7 +143,53 @@ def test_binary_randomised_response_lower_bound_is_the_exact_count_divergence():
         low, high = (middle, high) if exact(middle) > delta else (low, middle)
     result = guarantee(randomised_response(2, 4.0), n, delta)
     assert result.lower == pytest.approx(low, rel=1e-6)
-    assert result.epsilon >= low
+    # the exact count analysis over every composition: never below, within 5% (the worst composition
+    # is near all-zeros; the clone reduction gave 0.118)
+    assert low <= result.epsilon <= 1.05 * low
+    assert "binary count" in result.pairs[0].source
+
+
+# ------------------------------------------------------------------ binary channels: every composition
+def test_binary_channel_bound_is_the_exact_worst_case_over_every_dataset():
+    """Three inputs with two outputs (a middle row too): brute force over all datasets of 9 users."""
+    matrix = np.array([[0.9, 0.1], [0.55, 0.45], [0.2, 0.8]])
+    exact = exact_worst_epsilon(matrix, 9, 0.02)
+    result = guarantee(matrix, 9, 0.02)
+    assert exact <= result.epsilon <= exact * (1 + 1e-6) + 1e-9
+    assert result.lower <= exact * (1 + 1e-9) + 1e-12
+
+
+def test_binary_bound_beyond_the_evaluated_users_stays_monotone_and_above_the_exact_test(monkeypatch):
+    """With at most 60 other users evaluated, larger n reuse that bound or a smaller clone bound."""
+    import designer.shuffle.analysis as analysis
+    import designer.shuffle.binary as binary
+
+    monkeypatch.setattr(binary, "MAX_OTHERS", 60)
+    monkeypatch.setattr(analysis, "MAX_OTHERS", 60)
+    results = [guarantee(randomised_response(2, 2.0), n, 1e-3) for n in (40, 61, 62, 200)]
+    epsilons = [result.epsilon for result in results]
+    assert epsilons == sorted(epsilons, reverse=True)
+    assert epsilons[1] == epsilons[2]  # the bound of 60 others, reused
+    assert results[-1].pairs[0].source[0] == "clones"  # far beyond, the clone reduction wins
+    assert all(result.lower <= result.epsilon for result in results)
+
+
+def test_binary_delta_is_the_largest_composition_divergence_which_need_not_be_at_an_end():
+    """Binary RR, eps0 = 4, n = 1000: scipy convolution of Bin(a, r) and Bin(n-1-a, 1-r) for every a."""
+    growth, n, epsilon = math.exp(4), 1000, 1 / 6
+    r = growth / (1 + growth)
+    divergences = []
+    for a in range(n):
+        others = np.convolve(stats.binom.pmf(np.arange(a + 1), a, r),
+                             stats.binom.pmf(np.arange(n - a), n - 1 - a, 1 - r))
+        low, high = np.append(others, 0.0), np.insert(others, 0, 0.0)  # user 1 reports 0 / 1
+        first, second = r * high + (1 - r) * low, (1 - r) * high + r * low
+        divergences.append(np.maximum(first - math.exp(epsilon) * second, 0).sum())
+    worst = int(np.argmax(divergences))
+    assert 0 < worst < n - 1  # an interior composition beats both ends: every a must be checked
+    bound = binary_delta(epsilon, BinaryPair(r, 1 - r, 1 - r, r, n - 1))
+    assert divergences[worst] <= bound <= divergences[worst] + 1e-9
+    assert binary_delta(epsilon, BinaryPair(r, 1 - r, 1 - r, r, n - 1), [0, n - 1]) < divergences[worst]
 
 
 def test_generic_bound_reproduces_feldman_mcmillan_talwar():

@@ -5,6 +5,8 @@
 * :mod:`designer.shuffle.divergence` — the counting experiment's hockey-stick divergence, bounded
   with outward rounding (Arb binomial tails, or an FFT with an explicit error bound), and the
   epsilon search;
+* :mod:`designer.shuffle.binary` — the exact worst case of a two-output channel's shuffled count,
+  every composition of the other users evaluated (FFT with an explicit error bound);
 * :mod:`designer.shuffle.lower` — a lower bound: the exact divergence of a concrete test;
 * :mod:`designer.shuffle.analysis` — per-pair and worst-case guarantees, E-aware, with an
   optional population assumption (:func:`~designer.shuffle.analysis.shuffle_channel`);

@@ -9,6 +9,8 @@ multiset and every choice of the other values. Two valid bounds are combined (th
 smaller wins):
 
 * the local level ``max_y log(Q[x,y]/Q[x',y])`` (post-processing of one report, ``delta = 0``);
+* for a two-output channel, the exact worst case of the shuffled count over every
+  composition of the other users (:mod:`designer.shuffle.binary`);
 * the clone reduction (:mod:`designer.shuffle.clones`) evaluated with
   :func:`designer.shuffle.divergence.epsilon_of`, worst case over the other users,
   and, under ``--population m``, with only ``m`` users of the pair's class counted.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from designer.shuffle.binary import MAX_OTHERS, binary_delta, binary_epsilon
 from designer.shuffle.clones import PairClass
 from designer.shuffle.divergence import epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
@@ -39,7 +42,7 @@ class PairGuarantee:
     """The central guarantee of one pair class, both directions (``x -> x'`` then ``x' -> x``).
 
     ``value`` holds epsilons (``delta`` given) or deltas (``epsilon`` given); ``source``
-    says which bound gave each (``"local"``, ``"clones"``, ``"clones+population"``).
+    says which bound gave each (``"local"``, ``"binary count"``, ``"clones"``, ``"clones+population"``).
     """
 
     pair: PairClass
@@ -122,7 +125,10 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
         raise ValueError("E protects no pair of distinct inputs: nothing to guarantee")
     worst, direction = max(protected, key=lambda item: item[0].value[item[1]])
     value = worst.value[direction]
-    lower = _lower(worst.pair, direction, n, population, delta, epsilon)
+    # any protected direction of the worst pair is a lower bound; both are tried (the bounds of a
+    # symmetric pair tie up to rounding, and its test's dataset suits one direction only)
+    lower = max(_lower(worst.pair, side, n, population, delta, epsilon)
+                for side in (0, 1) if worst.pair.protected[side])
     locals_ = [r.pair.local[d] for r, d in protected if math.isfinite(r.pair.local[d]) and r.pair.local[d] > 0]
     generic_value = math.nan
     if generic and locals_ and delta is not None:
@@ -161,6 +167,15 @@ class _Evaluator:
                 self.cache[key] = min(min(1.0, divergence_delta_of(self.epsilon, e)) for e in experiments)
         return self.cache[key]
 
+    def binary(self, pair) -> float:
+        """The exact count analysis of a two-output channel (an epsilon, or a delta capped at 1)."""
+        if pair not in self.cache:
+            if self.delta is not None:
+                self.cache[pair] = binary_epsilon(self.delta, pair)[0]
+            else:
+                self.cache[pair] = min(1.0, binary_delta(self.epsilon, pair))
+        return self.cache[pair]
+
     def local(self, level: float) -> float:
         """The local level as a central bound: epsilon itself, or delta 0 (level within epsilon) / 1."""
         if self.delta is not None:
@@ -172,15 +187,19 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     """Both directions of one pair: the smaller of the local level and the clone bounds."""
     if pair.ratio <= 1:  # equal rows: indistinguishable
         return PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows"))
+    exact = [pair.binary_pair(n - 1, direction) for direction in (0, 1)]
     candidates = []  # symmetric clone bounds
     worst = pair.experiments(n - 1, pair.share_all)
-    if worst:
+    # the exact count analysis of all n - 1 others is never above the worst-case clone bound
+    if worst and (None in exact or n - 1 > MAX_OTHERS):
         candidates.append((evaluator.clones(worst), "clones"))
     if population is not None and pair.share_class > 0:
         candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))
     values, sources = [], []
     for direction in (0, 1):
-        value, source = min([(evaluator.local(pair.local[direction]), "local")] + candidates, key=lambda item: item[0])
+        count = [(evaluator.binary(exact[direction]), "binary count")] if exact[direction] is not None else []
+        value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates,
+                            key=lambda item: item[0])
         values.append(value)
         sources.append(source)
     return PairGuarantee(pair, tuple(values), tuple(sources))

@@ -68,6 +68,11 @@ class PairClass:
         Why no finite bound exists when there is none (empty otherwise).
     pairs : tuple of tuple of int
         The ordered table indices ``(x, x')`` (empty for a structured class).
+    binary : tuple of float
+        For a two-output table: ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1])``, then
+        ``(Q[x',0], Q[x,0], min_z Q[z,0], max_z Q[z,0])`` and ``max_z |Q[z,0] + Q[z,1] - 1|``: the
+        parameters of the exact count analysis of each direction (:mod:`designer.shuffle.binary`);
+        empty otherwise.
     """
 
     name: str
@@ -83,6 +88,24 @@ class PairClass:
     test_class: tuple[float, float]
     reason: str = ""
     pairs: tuple[tuple[int, int], ...] = ()
+    binary: tuple[float, ...] = ()
+
+    def binary_pair(self, others: int, direction: int):
+        """The exact count analysis of one direction (``None`` unless the channel has two outputs and it applies).
+
+        ``x -> x'`` counts the ones, ``x' -> x`` the zeros (the same view: ``n`` minus the ones),
+        so a table symmetric under swapping both inputs and outputs gives equal pairs, evaluated once.
+        Beyond :data:`~designer.shuffle.binary.MAX_OTHERS` other users, that many are analysed: an
+        extra user's report is an independent addition to the count, a post-processing, so more
+        users never raise the worst case (and the bound stays monotone in n).
+        """
+        from designer.shuffle.binary import MAX_OTHERS, BinaryPair
+
+        if not self.binary:
+            return None
+        first, second, low, high = self.binary[4 * direction:4 * direction + 4]
+        pair = BinaryPair(first, second, low, high, min(others, MAX_OTHERS), self.binary[8])
+        return pair if pair.usable else None
 
     def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
         """The two valid decompositions with ``others`` users of share ``share`` (none if the rows are equal).
@@ -121,6 +144,10 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     k, m_out = q.shape
     component = _components(q)
     slack = (m_out + 2) * _ULP
+    # two outputs: the rows as Bernoulli laws of a one (float sums charged 4 ulp)
+    if m_out == 2:
+        ones, zeros = (float(q[:, 1].min()), float(q[:, 1].max())), (float(q[:, 0].min()), float(q[:, 0].max()))
+        defect = float(np.abs(q.sum(axis=1) - 1).max()) + 4 * _ULP
     result = []
     for x in range(k):
         for x2 in range(x + 1, k):
@@ -159,6 +186,8 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 share_class, local,
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
+                ((float(first[1]), float(second[1])) + ones + (float(second[0]), float(first[0])) + zeros + (defect,)
+                 if m_out == 2 else ()),
             ))
     return result
 
