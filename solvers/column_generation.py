@@ -47,7 +47,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from solvers.linear import LinearProgramError, solve_vertex_lp
+from solvers.linear import LinearProgramError, new_highs, solve_vertex_lp
 
 
 class SliceLP:
@@ -83,8 +83,7 @@ class SliceLP:
         self._highs = self._new_solver()
 
     def _new_solver(self) -> highspy.Highs:
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
+        highs = new_highs()
         highs.setOptionValue("solver", "simplex")
         highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
         highs.setOptionValue("dual_feasibility_tolerance", 1e-10)

@@ -51,6 +51,34 @@ TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tol
 CLARABEL_TOLERANCE = 1e-12
 
 
+_BANNER_SHOWN = False
+
+
+def new_highs():
+    """A silent ``highspy.Highs``. HiGHS 1.16 prints a copyright banner on file descriptor 1
+    when the first solver of a process is built, whatever ``output_flag`` says; stdout
+    belongs to the commands (``--json`` prints one document), so that first construction
+    runs with descriptor 1 pointed at stderr."""
+    import os
+
+    import highspy
+
+    global _BANNER_SHOWN
+    if _BANNER_SHOWN:
+        highs = highspy.Highs()
+    else:
+        saved = os.dup(1)
+        try:
+            os.dup2(2, 1)
+            highs = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        _BANNER_SHOWN = True
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
 class LinearProgramError(RuntimeError):
     """The LP solver did not return an optimal solution."""
 
@@ -101,8 +129,12 @@ class StochasticLPResult:
     seconds: float
 
 
-def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPResult:
+def solve_vertex_lp(vertices, values, rhs, backend: str = "highs", options: dict | None = None) -> VertexLPResult:
     """Maximise ``values . w`` over ``w >= 0`` with ``vertices.T @ w = rhs`` (see module docstring).
+
+    ``options``: HiGHS options (e.g. :data:`TIGHT_TOLERANCES`; backend ``"highs"`` only).
+    With the default dual feasibility tolerance (1e-7) HiGHS may stop at a column
+    whose value is within ~1e-7 (relative) of the best one.
 
     Raises
     ------
@@ -122,7 +154,7 @@ def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPRe
         raise ValueError("vertex LP data must be finite")
     start = time.perf_counter()
     if backend == "highs":
-        weights, duals = _vertex_lp_highs(vertices, values, rhs)
+        weights, duals = _vertex_lp_highs(vertices, values, rhs, options or {})
     elif backend == "cvxpy":
         weights, duals = _vertex_lp_cvxpy(vertices, values, rhs)
     else:
@@ -142,7 +174,7 @@ def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPRe
     )
 
 
-def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
+def _vertex_lp_highs(vertices, values, rhs, options: dict) -> tuple[np.ndarray, np.ndarray]:
     """The vertex LP in HiGHS through highspy (20 ms to import; scipy.optimize, around the same
     HiGHS, takes 0.3-0.5 s). Column ``v`` of the equality matrix is ``vertices[v]``."""
     import highspy
@@ -160,8 +192,9 @@ def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
     lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))]).astype(np.int32)
     lp.a_matrix_.index_ = np.nonzero(nonzero)[1].astype(np.int32)
     lp.a_matrix_.value_ = vertices[nonzero]
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
+    highs = new_highs()
+    for name, value in options.items():
+        highs.setOptionValue(name, value)
     highs.passModel(lp)
     highs.run()
     status = highs.getModelStatus()
