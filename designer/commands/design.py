@@ -113,7 +113,7 @@ def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix | Cl
 
     values = read_vector(path, what)
     if values.size != privacy.k:
-        raise ValueError(f"{path}: the {what} has {values.size} entries but E has {privacy.k} symbols")
+        raise ValueError(f"{path}: the {what} has {values.size} entries but E is {privacy.k} x {privacy.k}")
     if np.any(values < 0) or abs(values.sum() - 1) > 1e-9:
         raise ValueError(f"{path}: the {what} must be non-negative and sum to 1 (sums to {float(values.sum())!r})")
     return values
