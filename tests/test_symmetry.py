@@ -202,3 +202,54 @@ def test_cli_needs_exactly_one_source(tmp_path):
     assert outcome.exit_code == 2 and "--family block needs --blocks" in outcome.stderr
     outcome = runner.invoke(app, ["design", "--out", str(tmp_path / "Q.csv")])
     assert outcome.exit_code == 2 and "exactly one of --E, --classes, --family" in outcome.stderr
+
+
+# ------------------------------------------------------------ mechanisms
+def test_mechanism_utilities_match_their_channels():
+    from designer.mechanisms import (
+        BlockHadamardResponse,
+        GeneralizedRandomizedResponse,
+        HadamardResponse,
+        HighLowHadamardResponse,
+    )
+    from designer.symmetry.compare import mechanism_utilities
+
+    def values(structure):
+        return {row.name: row.value for row in mechanism_utilities(structure, 1.0)}
+
+    uniform = lambda k: np.full(k, 1 / k)  # noqa: E731
+    classic = values(ClassStructure.classic(11, 1.2))
+    assert classic["randomised response"] == pytest.approx(
+        mutual_information(uniform(11), GeneralizedRandomizedResponse(11, 1.2).channel()), abs=1e-12
+    )
+    assert classic["Hadamard response"] == pytest.approx(mutual_information(uniform(11), HadamardResponse(11, 1.2).channel()), abs=1e-12)
+    assert classic["subset selection"] == pytest.approx(subset_selection_information(11, math.ceil(11 / (math.exp(1.2) + 1)), 1.2), abs=1e-12)
+    block = values(ClassStructure.block([3, 5, 4], 0.7))
+    assert block["block Hadamard response"] == pytest.approx(
+        mutual_information(uniform(12), BlockHadamardResponse([3, 5, 4], 0.7).channel()), abs=1e-12
+    )
+    high_low = values(ClassStructure.high_low(9, 3, 1.0))
+    assert high_low["high-low Hadamard response"] == pytest.approx(
+        mutual_information(uniform(9), HighLowHadamardResponse(9, 3, 1.0).channel()), abs=1e-12
+    )
+    # uRR (Murakami and Kawamoto 2019) built entry by entry: outputs = inputs
+    s, w, e = 3, 9, math.e
+    urr = np.zeros((w, w))
+    urr[:, :s] = 1 / (s + e - 1)
+    urr[np.arange(s), np.arange(s)] = e / (s + e - 1)
+    urr[np.arange(s, w), np.arange(s, w)] = (e - 1) / (s + e - 1)
+    assert certify(urr, PrivacyMatrix.high_low(w, range(s), 1.0)).certified
+    assert high_low["uRR (utility-optimized RR)"] == pytest.approx(mutual_information(uniform(w), urr), abs=1e-12)
+
+
+def test_cli_compare_table_json_and_plot(tmp_path):
+    plot = tmp_path / "cmp.png"
+    arguments = ["design", "--family", "high-low", "--k", "43750", "--sensitive", "100", "--eps", "1", "--compare"]
+    outcome = runner.invoke(app, [*arguments, "--out", str(tmp_path / "D.json"), "--json", "--plot", str(plot), "--plot-eps", "0.5,2"])
+    assert outcome.exit_code == 0, outcome.output
+    summary = json.loads(outcome.stdout)
+    shares = {row["name"]: row["share"] for row in summary["compare"]}
+    assert 0 < shares["high-low Hadamard response"] < 1 and shares["randomised response"] < shares["high-low Hadamard response"]
+    assert plot.read_bytes()[:4] == b"\x89PNG" and summary["compare_curves"]["epsilon"] == [0.5, 2.0]
+    outcome = runner.invoke(app, ["design", "--E", "x.csv", "--out", str(tmp_path / "Q.csv"), "--plot", str(plot)])
+    assert outcome.exit_code == 2 and "add --compare" in outcome.stderr

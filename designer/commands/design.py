@@ -131,6 +131,13 @@ def design_command(
     sensitive: int = typer.Option(None, "--sensitive", min=1, help="--family high-low/utility-optimized: sensitive count."),
     blocks: str = typer.Option(None, "--blocks", help="--family block: M equal blocks, or sizes 3,5,2."),
     grid: str = typer.Option(None, "--grid", help="--family metric-grid: shape, e.g. 4x4."),
+    compare: bool = typer.Option(
+        False, "--compare", help="Also give the utility of the shipped mechanisms next to the optimum (class-structured E)."
+    ),
+    plot: Path = typer.Option(None, "--plot", help="With --compare: PNG of optimum and mechanisms over epsilon."),
+    plot_eps: str = typer.Option(
+        "0.25,0.5,0.75,1,1.5,2,3,4", "--plot-eps", help="Epsilon values of --plot (E scaled so its smallest level is each)."
+    ),
     method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md)."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
     prior_file: Path = typer.Option(None, "--prior", help="k probabilities, one row or one column (default uniform)."),
@@ -171,7 +178,9 @@ def design_command(
     given = [name for name, value in (("--E", e_file), ("--classes", classes_file), ("--family", family)) if value is not None]
     if len(given) != 1:
         fail(f"give exactly one of --E, --classes, --family (got {', '.join(given) or 'none'})")
-    check_destinations([path for path in (out, summary_file, package) if path is not None])
+    if plot is not None and not compare:
+        fail("--plot draws the --compare figure: add --compare")
+    check_destinations([path for path in (out, summary_file, package, plot) if path is not None])
     from designer.spec import PrivacyMatrix
     from designer.symmetry import ClassStructure
 
@@ -188,8 +197,11 @@ def design_command(
         alternative = _read_distribution(alternative_file, "alternative", privacy)
         structure, note = _structure(privacy, prior, alternative, method, exact)
         if structure is not None:
-            _design_symmetric(structure, utility, note, out, summary_file, as_json, package)
+            comparison = (plot, plot_eps) if compare else None
+            _design_symmetric(structure, utility, note, out, summary_file, as_json, package, comparison)
             return
+    if compare:
+        fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
     if isinstance(privacy, ClassStructure):
         privacy = privacy.privacy()
     try:
@@ -248,18 +260,34 @@ def _structure(privacy, prior, alternative, method: str, exact: bool):
     return symmetric_structure(privacy, prior, alternative, method)
 
 
-def _design_symmetric(structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package) -> None:
+def _design_symmetric(
+    structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison
+) -> None:
     """Run the orbit LP, write the channel CSV (or the class-level design as JSON) and report."""
     from designer.io import json_writer, matrix_csv_writer, write_files
     from designer.symmetry import design_symmetric
 
     if package is not None:
         fail("--package needs a tabulated channel: package the CSV written by --out with `package` when k x m is small")
+    if comparison is not None and utility != "mutual-information":
+        fail("--compare gives mutual information; use --utility mutual-information")
     result = design_symmetric(structure, utility)
     if not result.certified:
         report_symmetric(result, Console(stderr=True), note)
         raise typer.Exit(NOT_CERTIFIED)
     summary = {**result.summary(), "method_note": note}
+    rows = []
+    if comparison is not None:
+        from designer.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
+
+        rows = mechanism_utilities(result.structure, result.objective)
+        summary["compare"] = [row.__dict__ for row in rows]
+        plot, plot_eps = comparison
+        if plot is not None:
+            epsilons = _parse_floats(plot_eps, "plot-eps")
+            curves = compare_over_epsilon(result.structure, epsilons)
+            plot_comparison(curves, plot, result.structure.name)
+            summary["compare_curves"] = curves
     if result.channel is not None:
         writes = [(out, matrix_csv_writer(result.channel.matrix))]
     else:
@@ -272,8 +300,32 @@ def _design_symmetric(structure, utility: str, note: str, out: Path, summary_fil
         return
     console = Console()
     report_symmetric(result, console, note)
+    if rows:
+        _print_comparison(console, result.objective, rows)
     what = "channel" if result.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
     console.print(f"  {what} written to {out}", markup=False, emoji=False)
+
+
+def _parse_floats(text: str, what: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--{what}: expected numbers separated by commas, got {text!r}") from None
+    if not values or min(values) <= 0 or not all(v < float("inf") for v in values):
+        raise ValueError(f"--{what}: expected positive finite numbers, got {text!r}")
+    return values
+
+
+def _print_comparison(console: Console, optimum: float, rows) -> None:
+    from rich.table import Table
+
+    table = Table(title="mutual information (nats) of the shipped mechanisms")
+    for column in ("mechanism", "epsilon", "I(X;Y)", "share of optimum", "gap"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right")
+    table.add_row("optimum (orbit LP)", "", f"{optimum:.6g}", "1", "0")
+    for row in rows:
+        table.add_row(escape(f"{row.name} ({row.detail})" if row.detail else row.name), f"{row.epsilon:g}", f"{row.value:.6g}", f"{row.share:.4f}", f"{optimum - row.value:.4g}")
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
