@@ -253,3 +253,41 @@ def test_cli_compare_table_json_and_plot(tmp_path):
     assert plot.read_bytes()[:4] == b"\x89PNG" and summary["compare_curves"]["epsilon"] == [0.5, 2.0]
     outcome = runner.invoke(app, ["design", "--E", "x.csv", "--out", str(tmp_path / "Q.csv"), "--plot", str(plot)])
     assert outcome.exit_code == 2 and "add --compare" in outcome.stderr
+
+
+# ------------------------------------------------------ column generation
+def random_privacy(k: int, seed: int) -> PrivacyMatrix:
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(0.5, 2.0, (k, k))
+    values[rng.random((k, k)) < 0.1] = np.inf
+    np.fill_diagonal(values, 0)
+    return PrivacyMatrix(values)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_column_generation_bounds_bracket_the_enumerated_optimum(seed):
+    from designer.gap import design_with_gap
+
+    privacy = random_privacy(6, seed)
+    exact = design_channel(privacy).objective
+    seen = []
+    result = design_with_gap(privacy, gap_tolerance=1e-5, max_seconds=30, progress=lambda lo, up, s: seen.append((lo, up)))
+    assert result.certified and result.stopped == "gap"
+    assert result.lower <= exact + 1e-9 <= result.upper + 2e-9
+    assert result.upper - result.lower <= 1e-5 * result.upper + 1e-12
+    assert mutual_information(np.full(6, 1 / 6), result.channel) == pytest.approx(result.lower, abs=1e-12)
+    assert all(up >= exact - 1e-9 for _, up in seen)  # every reported upper bound is valid
+
+
+def test_column_generation_time_budget_reports_the_gap(tmp_path):
+    privacy = random_privacy(12, 2)
+    e_file = tmp_path / "E.csv"
+    np.savetxt(e_file, privacy.epsilon, fmt="%.17g", delimiter=",")
+    arguments = ["design", "--E", str(e_file), "--out", str(tmp_path / "Q.csv"), "--method", "column-generation"]
+    outcome = runner.invoke(app, [*arguments, "--max-seconds", "3", "--gap", "0", "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    summary = json.loads(outcome.stdout)
+    assert summary["stopped"] == "time" and summary["optimal"] is False and summary["certified"]
+    assert 0 <= summary["lower"] <= summary["upper"] and summary["gap"] == pytest.approx(
+        (summary["upper"] - summary["lower"]) / summary["upper"]
+    )

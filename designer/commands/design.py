@@ -23,7 +23,7 @@ UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
 NOT_CERTIFIED = 1
 #: Families ``design --family`` accepts (no dense file needed for the first four).
 FAMILIES = ("ldp", "high-low", "block", "utility-optimized", "metric-line", "metric-cycle", "metric-grid")
-METHODS = ("auto", "enumerate", "symmetry")
+METHODS = ("auto", "enumerate", "symmetry", "column-generation")
 
 
 def report(result: DesignResult, console: Console, title: str = "") -> None:
@@ -138,6 +138,9 @@ def design_command(
     plot_eps: str = typer.Option(
         "0.25,0.5,0.75,1,1.5,2,3,4", "--plot-eps", help="Epsilon values of --plot (E scaled so its smallest level is each)."
     ),
+    gap: float = typer.Option(
+        0.01, "--gap", help="--method column-generation: stop when (upper - lower) / upper is at most this."
+    ),
     method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md)."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
     prior_file: Path = typer.Option(None, "--prior", help="k probabilities, one row or one column (default uniform)."),
@@ -193,6 +196,13 @@ def design_command(
     else:
         privacy = family_input(family, k, eps, sensitive, blocks, grid)
     prior = _read_distribution(prior_file, "prior", privacy)
+    if method == "column-generation":
+        if utility != "mutual-information" or exact:
+            fail("--method column-generation designs for mutual information in floating point (no --exact)")
+        if isinstance(privacy, ClassStructure):
+            privacy = privacy.privacy()
+        _design_with_gap(privacy, prior, gap, max_seconds, out, summary_file, as_json)
+        return
     if utility != "expected-loss":
         alternative = _read_distribution(alternative_file, "alternative", privacy)
         structure, note = _structure(privacy, prior, alternative, method, exact)
@@ -304,6 +314,50 @@ def _design_symmetric(
         _print_comparison(console, result.objective, rows)
     what = "channel" if result.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
     console.print(f"  {what} written to {out}", markup=False, emoji=False)
+
+
+def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summary_file, as_json: bool) -> None:
+    """Column generation with certified bounds, a progress bar of both bounds on stderr, the gap reported."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from designer.gap import design_with_gap
+    from designer.io import json_writer, matrix_csv_writer, write_files
+
+    if not 0 <= gap < 1:
+        fail(f"--gap must be in [0, 1), got {gap!r}")
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
+    ) as bar:
+        task = bar.add_task("column generation", total=max_seconds)
+
+        def show(lower: float, upper: float, seconds: float) -> None:
+            relative = (upper - lower) / upper if upper > 0 else 0.0
+            bar.update(task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
+
+        result = design_with_gap(privacy, prior, gap, max_seconds, show)
+    summary = {**result.summary(), "E": privacy.name, "k": privacy.k, "method": "column generation"}
+    writes = [(out, matrix_csv_writer(result.channel.matrix))]
+    if summary_file is not None:
+        writes.append((summary_file, json_writer(summary)))
+    if not result.certified:
+        Console(stderr=True).print(f"{result.certificate.verdict}: the channel is not written", markup=False)
+        raise typer.Exit(NOT_CERTIFIED)
+    write_files(writes)
+    if as_json:
+        print_json(summary)
+        return
+    console = Console()
+    status = "gap tolerance reached" if result.stopped == "gap" else "time budget (--max-seconds) ran out"
+    console.print(f"[bold]{escape(privacy.name)}[/]: column generation, {status} (not a proof of optimality)", emoji=False)
+    console.print(
+        f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}"
+    )
+    console.print(
+        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes, {result.channel.n_outputs} "
+        f"outputs, {result.seconds:.3g} s; [green]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
+        f"margin {result.certificate.margin:.3g})"
+    )
+    console.print(f"  channel written to {out}", markup=False, emoji=False)
 
 
 def _parse_floats(text: str, what: str) -> list[float]:
