@@ -50,6 +50,25 @@ from scipy import sparse
 from solvers.linear import LinearProgramError, new_highs, solve_vertex_lp
 
 
+def slice_model(inequalities: np.ndarray, normaliser: np.ndarray):
+    """The HiGHS model of ``{A q >= 0, q >= 0, normaliser . q = 1}`` with zero costs (a ``highspy.HighsLp``)."""
+    r, d = inequalities.shape
+    matrix = sparse.csc_matrix(np.vstack([inequalities, np.asarray(normaliser, dtype=float)[None, :]]))
+    lp = highspy.HighsLp()
+    lp.num_col_ = d
+    lp.num_row_ = r + 1
+    lp.col_cost_ = np.zeros(d)
+    lp.col_lower_ = np.zeros(d)
+    lp.col_upper_ = np.full(d, highspy.kHighsInf)
+    lp.row_lower_ = np.concatenate([np.zeros(r), [1.0]])
+    lp.row_upper_ = np.concatenate([np.full(r, highspy.kHighsInf), [1.0]])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.data
+    return lp
+
+
 class SliceLP:
     """``max direction . q`` over ``{A q >= 0, q >= 0, sum q = 1}``, re-solved warm (HiGHS dual simplex).
 
@@ -63,22 +82,9 @@ class SliceLP:
         a = np.asarray(inequalities, dtype=float)
         if a.ndim != 2:
             raise ValueError("inequalities must be a 2-D array")
-        r, d = a.shape
+        d = a.shape[1]
         self.dimension = d
-        matrix = sparse.csc_matrix(np.vstack([a, np.ones((1, d))]))
-        lp = highspy.HighsLp()
-        lp.num_col_ = d
-        lp.num_row_ = r + 1
-        lp.col_cost_ = np.zeros(d)
-        lp.col_lower_ = np.zeros(d)
-        lp.col_upper_ = np.full(d, highspy.kHighsInf)
-        lp.row_lower_ = np.concatenate([np.zeros(r), [1.0]])
-        lp.row_upper_ = np.concatenate([np.full(r, highspy.kHighsInf), [1.0]])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
-        lp.a_matrix_.value_ = matrix.data
-        self._lp = lp
+        self._lp = slice_model(a, np.ones(d))
         self._indices = np.arange(d, dtype=np.int32)
         self._highs = self._new_solver()
 

@@ -35,8 +35,7 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
-from scipy import sparse
-
+from solvers.column_generation import slice_model
 from solvers.linear import LinearProgramError, new_highs
 
 
@@ -60,26 +59,14 @@ class SeparableConvexMax:
         a = np.asarray(inequalities, dtype=float)
         self.normaliser = np.asarray(normaliser, dtype=float)
         self.weights = np.asarray(weights, dtype=float)
-        r, d = a.shape
-        self.dimension = d
-        matrix = sparse.csc_matrix(np.vstack([a, self.normaliser[None, :]]))
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = d, r + 1
-        lp.col_cost_ = np.zeros(d)
-        lp.col_lower_ = np.zeros(d)
-        lp.col_upper_ = np.full(d, highspy.kHighsInf)
-        lp.row_lower_ = np.concatenate([np.zeros(r), [1.0]])
-        lp.row_upper_ = np.concatenate([np.full(r, highspy.kHighsInf), [1.0]])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
-        lp.a_matrix_.value_ = matrix.data
+        self.dimension = a.shape[1]
+        lp = slice_model(a, self.normaliser)
         self._highs = new_highs()
         self._highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
         self._highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
         self._highs.passModel(lp)
         self._highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        self._indices = np.arange(d, dtype=np.int32)
+        self._indices = np.arange(self.dimension, dtype=np.int32)
 
     def solve(self, cost, lower, upper) -> tuple[float, np.ndarray] | None:
         """``max cost . q`` over P within the box (None when the box misses P)."""
