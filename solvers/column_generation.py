@@ -163,6 +163,7 @@ def column_generation(
     ascent_steps: int = 25,
     confirm_rounds: int = 3,
     seed: int = 0,
+    max_seconds: float | None = None,
 ) -> ColumnGenerationResult:
     """Solve (LP) of the module docstring by column generation with linearisation pricing.
 
@@ -193,6 +194,8 @@ def column_generation(
         Consecutive pricing rounds (fresh random starts) that must find nothing
         before stopping.
     seed : int
+    max_seconds : float, optional
+        Stop (``converged=False``) after the restricted LP that follows this many seconds.
 
     Returns
     -------
@@ -212,7 +215,8 @@ def column_generation(
         iterations += 1
         lp = solve_vertex_lp(columns_array, values, rhs)
         duals = lp.duals
-        if iterations >= max_iterations:
+        out_of_time = max_seconds is not None and time.perf_counter() - start_time > max_seconds
+        if iterations >= max_iterations or out_of_time:
             converged = False
             break
         found, best, lps = _price(slice_lp, value, gradient, duals, columns_array, lp.weights,
