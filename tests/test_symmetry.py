@@ -291,3 +291,21 @@ def test_column_generation_time_budget_reports_the_gap(tmp_path):
     assert 0 <= summary["lower"] <= summary["upper"] and summary["gap"] == pytest.approx(
         (summary["upper"] - summary["lower"]) / summary["upper"]
     )
+
+
+def test_cli_says_when_symmetry_was_lost(tmp_path):
+    e_file = tmp_path / "E.csv"
+    np.savetxt(e_file, random_privacy(17, 3).epsilon, fmt="%.17g", delimiter=",")
+    outcome = runner.invoke(app, ["design", "--E", str(e_file), "--out", str(tmp_path / "Q.csv"), "--max-seconds", "1"])
+    assert outcome.exit_code == 2 and "symmetry lost (17 twin classes" in outcome.stderr
+    assert "vertex enumeration" in outcome.stderr and len(outcome.stderr.strip().splitlines()) == 1
+    rng = np.random.default_rng(5)  # k = 18: six blocks of 3 with random levels, no twins; enumeration runs
+    values = np.full((18, 18), np.inf)
+    for start in range(0, 18, 3):
+        values[start : start + 3, start : start + 3] = rng.uniform(0.5, 2.0, (3, 3))
+    np.fill_diagonal(values, 0)
+    blocks = tmp_path / "blocks.csv"
+    np.savetxt(blocks, values, fmt="%.17g", delimiter=",")
+    outcome = runner.invoke(app, ["design", "--E", str(blocks), "--out", str(tmp_path / "Q.csv"), "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    assert json.loads(outcome.stdout)["method_note"].startswith("symmetry lost (18 twin classes")

@@ -203,6 +203,7 @@ def design_command(
             privacy = privacy.privacy()
         _design_with_gap(privacy, prior, gap, max_seconds, out, summary_file, as_json)
         return
+    note = None
     if utility != "expected-loss":
         alternative = _read_distribution(alternative_file, "alternative", privacy)
         structure, note = _structure(privacy, prior, alternative, method, exact)
@@ -229,6 +230,10 @@ def design_command(
             )
     except LinearProgramError as error:
         fail(str(error))
+    except ValueError as error:
+        if note is None or not note.startswith("symmetry lost"):
+            raise
+        fail(f"{note}: {str(error).splitlines()[0]}")
     if not result.certified:
         report(result, Console(stderr=True))
         raise typer.Exit(NOT_CERTIFIED)
@@ -237,16 +242,19 @@ def design_command(
         from designer.commands.deploy import certified_package
 
         document = certified_package(result.channel, privacy, 32, package, prior)
-    result.save(out, summary_file)
+    extra = {"method_note": note} if note else {}
+    result.save(out, summary_file, extra)
     if document is not None:
         from designer.deploy.package import write_package
 
         write_package(package, document)
     if as_json:
-        print_json(result.summary())
+        print_json({**result.summary(), **extra})
     else:
         console = Console()
         report(result, console)
+        if note:
+            console.print(f"  method: {note}", markup=False, emoji=False)
         console.print(f"  channel written to {out}", markup=False, emoji=False)
         if summary_file is not None:
             console.print(f"  summary written to {summary_file}", markup=False, emoji=False)

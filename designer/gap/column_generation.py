@@ -25,7 +25,8 @@ At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 
 the bound closes as pricing finds nothing.
 
 Columns come first from the linearisation heuristic of :mod:`solvers.column_generation`
-(for :data:`HEURISTIC_SHARE` of the budget), then from the branch and bound.
+(for :data:`HEURISTIC_SHARE` of the budget) and the optimal classic ``min E``-LDP channel
+(:func:`classic_columns`), then from the branch and bound.
 
 Lower bound: the master's channel, repaired onto the cone
 (:func:`designer.design.project_into_cone`) and certified
@@ -142,7 +143,7 @@ def design_with_gap(
         np.ones(k), np.ones((1, k)) / k, random_starts=8, ascent_steps=10, confirm_rounds=1,
         max_seconds=HEURISTIC_SHARE * max_seconds,
     )
-    columns = seeded.columns
+    columns = np.vstack([seeded.columns, classic_columns(privacy)])
     values = column_information(prior, columns.T)
     upper, rounds, nodes, budget = np.inf, 0, 0, ROUND_SECONDS
     history = []
@@ -192,6 +193,21 @@ def design_with_gap(
         stopped=stopped,
         history=history,
     )
+
+
+def classic_columns(privacy: PrivacyMatrix) -> np.ndarray:
+    """Columns of the optimal classic ``eps_min``-LDP channel (uniform prior), ``eps_min = min E``.
+
+    It is E-LDP (``e^{eps_min} <= e^{E[x, x']}``), so the master starts at least at its value;
+    its k cyclic shifts come from the orbit LP (:func:`designer.symmetry.design_symmetric`).
+    """
+    from designer.symmetry import ClassStructure, design_symmetric
+
+    k = privacy.k
+    smallest = float(np.min(privacy.epsilon[~np.eye(k, dtype=bool)])) if k > 1 else 0.0
+    design = design_symmetric(ClassStructure.classic(k, smallest))
+    columns = design.channel.matrix.T
+    return columns / columns.sum(axis=1, keepdims=True)
 
 
 def _x_log_x(values: np.ndarray) -> np.ndarray:
