@@ -309,3 +309,13 @@ def test_cli_says_when_symmetry_was_lost(tmp_path):
     outcome = runner.invoke(app, ["design", "--E", str(blocks), "--out", str(tmp_path / "Q.csv"), "--json"])
     assert outcome.exit_code == 0, outcome.output
     assert json.loads(outcome.stdout)["method_note"].startswith("symmetry lost (18 twin classes")
+
+
+def test_few_valued_matrices_are_written_as_the_generic_writer_would(tmp_path):
+    from designer.io import format_number, matrix_csv_writer, write_files
+
+    rng = np.random.default_rng(1)
+    matrix = rng.choice([0.1, 1 / 3, math.e / 7, 0.0], size=(150, 90))
+    write_files([(tmp_path / "Q.csv", matrix_csv_writer(matrix))])
+    expected = "".join(",".join(format_number(value) for value in row) + "\n" for row in matrix)
+    assert (tmp_path / "Q.csv").read_text() == expected
