@@ -28,6 +28,13 @@ Columns come first from the linearisation heuristic of :mod:`solvers.column_gene
 (for :data:`HEURISTIC_SHARE` of the budget) and the optimal classic ``min E``-LDP channel
 (:func:`classic_columns`), then from the branch and bound.
 
+Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
+``Q[x, y] <= e^{E*[x, x']} Q[x', y] <= e^{eps'_x} Q[x', y]`` with ``eps'_x >= max_{x'} E*[x, x']``,
+so it is E'-LDP for the row-constant ``E'[x, x'] = eps'_x`` and ``OPT(E) <= OPT(E')``. Rounding the
+row maxima of the closure up to a grid of a few levels makes E' class-structured, and the orbit
+LP (:mod:`designer.symmetry`) gives ``OPT(E')`` exactly (:func:`symmetric_relaxation_bound`).
+The reported upper bound is the smaller of the two.
+
 Lower bound: the master's channel, repaired onto the cone
 (:func:`designer.design.project_into_cone`) and certified
 (:func:`designer.certify.certify`); its own mutual information is reported.
@@ -37,6 +44,7 @@ so and is never called optimal.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +62,10 @@ from solvers.linear import solve_vertex_lp
 
 #: Reduced costs above this add a column to the master.
 REDUCED_COST_TOLERANCE = 1e-9
+#: Most levels of the row-constant relaxation (fewer when the orbit LP would be too large).
+RELAXATION_LEVELS = 6
+#: Largest orbit LP solved for the relaxation bound (about a second).
+RELAXATION_ORBITS = 100_000
 #: Share of the time budget given first to the linearisation heuristic of solvers.column_generation.
 HEURISTIC_SHARE = 0.3
 #: Branch and bound stops when its own bracket is this share of the gap tolerance (times the master's value).
@@ -145,7 +157,8 @@ def design_with_gap(
     )
     columns = np.vstack([seeded.columns, classic_columns(privacy)])
     values = column_information(prior, columns.T)
-    upper, rounds, nodes, budget = np.inf, 0, 0, ROUND_SECONDS
+    relaxed = symmetric_relaxation_bound(privacy, prior)
+    upper, rounds, nodes, budget = relaxed, 0, 0, ROUND_SECONDS
     history = []
     stopped = "time"
     while True:
@@ -193,6 +206,43 @@ def design_with_gap(
         stopped=stopped,
         history=history,
     )
+
+
+def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> float:
+    """``OPT(E')`` for the row-constant relaxation E' >= E* of the module docstring (inf if none applies).
+
+    Row maxima of E* are rounded up to the finest grid of at most :data:`RELAXATION_LEVELS` levels
+    whose classes (equal level and equal prior) keep the orbit LP within its orbit limit.
+    """
+    from designer.symmetry import ClassStructure, SymmetryLostError, design_symmetric
+
+    k = privacy.k
+    closure = privacy.closure().epsilon.copy()
+    np.fill_diagonal(closure, -np.inf)
+    row_max = closure.max(axis=1) if k > 1 else np.zeros(1)
+    finite = np.isfinite(row_max)
+    for levels in range(RELAXATION_LEVELS, 0, -1):
+        relaxed = row_max.copy()
+        if finite.any():
+            grid = np.linspace(row_max[finite].min(), row_max[finite].max(), levels)
+            relaxed[finite] = grid[np.searchsorted(grid, row_max[finite] - 1e-12 * np.abs(row_max[finite]))]
+            relaxed[finite] = np.maximum(relaxed[finite], row_max[finite])
+        keys = np.stack([relaxed, prior], axis=1)
+        _, label = np.unique(keys, axis=0, return_inverse=True)
+        label = label.ravel()
+        groups = [np.flatnonzero(label == a) for a in range(label.max() + 1)]
+        level_of = np.array([relaxed[group[0]] for group in groups])
+        if math.prod(group.size + 1 for group, level in zip(groups, level_of) if 0 < level < np.inf) > RELAXATION_ORBITS:
+            continue
+        structure = ClassStructure(
+            [group.size for group in groups], np.repeat(level_of[:, None], len(groups), axis=1),
+            np.array([prior[group[0]] for group in groups]), members=groups, name=f"relaxation of {privacy.name}",
+        )
+        try:
+            return design_symmetric(structure, materialise=False).objective
+        except SymmetryLostError:
+            continue
+    return np.inf
 
 
 def classic_columns(privacy: PrivacyMatrix) -> np.ndarray:
