@@ -319,3 +319,13 @@ def test_few_valued_matrices_are_written_as_the_generic_writer_would(tmp_path):
     write_files([(tmp_path / "Q.csv", matrix_csv_writer(matrix))])
     expected = "".join(",".join(format_number(value) for value in row) + "\n" for row in matrix)
     assert (tmp_path / "Q.csv").read_text() == expected
+
+
+def test_relaxation_bound_is_valid_and_tight_for_row_constant_e():
+    from designer.gap.column_generation import symmetric_relaxation_bound
+
+    for seed in range(4):
+        privacy = random_privacy(7, seed)
+        assert symmetric_relaxation_bound(privacy, np.full(7, 1 / 7)) >= design_channel(privacy).objective - 1e-12
+    high_low = PrivacyMatrix.high_low(9, range(3), 1.0)  # already row-constant: E' = E, the bound is the optimum
+    assert symmetric_relaxation_bound(high_low, np.full(9, 1 / 9)) == pytest.approx(design_channel(high_low).objective, abs=1e-10)
