@@ -87,6 +87,7 @@ class GapDesign:
     nodes: int
     seconds: float
     stopped: str
+    relaxation_bound: float = np.inf
     history: list = field(default_factory=list)
 
     @property
@@ -103,6 +104,7 @@ class GapDesign:
             "E": None,
             "lower": self.lower,
             "upper": self.upper,
+            "relaxation_bound": self.relaxation_bound if np.isfinite(self.relaxation_bound) else None,
             "gap": self.gap,
             "optimal": False if self.stopped != "gap" else self.gap == 0,
             "stopped": self.stopped,
@@ -204,6 +206,7 @@ def design_with_gap(
         nodes=nodes,
         seconds=time.perf_counter() - start,
         stopped=stopped,
+        relaxation_bound=relaxed,
         history=history,
     )
 
