@@ -329,3 +329,15 @@ def test_relaxation_bound_is_valid_and_tight_for_row_constant_e():
         assert symmetric_relaxation_bound(privacy, np.full(7, 1 / 7)) >= design_channel(privacy).objective - 1e-12
     high_low = PrivacyMatrix.high_low(9, range(3), 1.0)  # already row-constant: E' = E, the bound is the optimum
     assert symmetric_relaxation_bound(high_low, np.full(9, 1 / 9)) == pytest.approx(design_channel(high_low).objective, abs=1e-10)
+
+
+def test_family_with_a_prior_constant_on_parts_keeps_the_reduction(tmp_path):
+    prior = np.r_[np.full(300, 0.5 / 300), np.full(700, 0.5 / 700)]
+    structure = ClassStructure.classic(1000, 1.0).with_distributions(prior)
+    assert structure.sizes.tolist() == [300, 700]
+    result = design_symmetric(structure)
+    assert result.certified and abs(mutual_information(prior, result.channel) - result.objective) < 1e-10
+    small = ClassStructure.high_low(9, 3, 1.0).with_distributions(np.r_[0.2, 0.2, 0.1, np.full(6, 0.5 / 6)])
+    assert small.r == 3
+    full = design_channel(PrivacyMatrix.high_low(9, range(3), 1.0), prior=np.r_[0.2, 0.2, 0.1, np.full(6, 0.5 / 6)])
+    assert design_symmetric(small).objective == pytest.approx(full.objective, abs=1e-10)

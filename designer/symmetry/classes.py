@@ -180,26 +180,41 @@ class ClassStructure:
         return cls(block_sizes, levels, _uniform(block_sizes), name=f"block {epsilon:g}-LDP, {r} blocks, k={k}")
 
     def with_distributions(self, prior=None, alternative=None) -> ClassStructure:
-        """The same E with per-symbol distributions, which must be constant on classes.
+        """The same E with per-symbol distributions; classes split where a distribution varies.
 
-        Raises ``ValueError`` naming a class on which a distribution varies.
+        Splitting a class keeps every permutation inside a part a symmetry (E depends only on
+        the classes), so the reduction survives wherever the distributions are constant on
+        the parts; the parts may be many (then the orbit LP refuses, see
+        :func:`designer.symmetry.orbits.enumerate_orbits`).
         """
-        per_class = []
-        members = self.class_members()
+        if prior is None and alternative is None:
+            return self
+        columns = []
         for what, values in (("prior", prior), ("alternative", alternative)):
             if values is None:
-                per_class.append(None if what == "alternative" else self.prior)
                 continue
             values = np.asarray(values, dtype=float).ravel()
             if values.size != self.k:
                 raise ValueError(f"the {what} has {values.size} entries but E has {self.k} symbols")
-            level = np.empty(self.r)
-            for a, group in enumerate(members):
-                if np.ptp(values[group]) > 0:
-                    raise ValueError(f"the {what} is not constant on class {a} (symbols {group[:3].tolist()}...)")
-                level[a] = values[group[0]]
-            per_class.append(level)
-        return ClassStructure(self.sizes, self.levels, per_class[0], per_class[1], self.members, self.name)
+            columns.append(values)
+        origin = self.class_of()
+        keys = np.column_stack([origin.astype(float), *columns])
+        _, first, label = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        label = label.ravel()
+        order = np.argsort(first)  # parts in the order of their first symbol
+        groups = [np.flatnonzero(label == a) for a in order]
+        first = first[order]
+        parent = origin[first]
+        per_symbol_prior = self.expand(self.prior) if prior is None else np.asarray(prior, dtype=float).ravel()
+        alt = None
+        if alternative is not None:
+            alt = np.asarray(alternative, dtype=float).ravel()[first]
+        elif self.alternative is not None:
+            alt = self.alternative[parent]
+        return ClassStructure(
+            [group.size for group in groups], self.levels[np.ix_(parent, parent)], per_symbol_prior[first], alt,
+            groups, self.name,
+        )
 
 
 def twin_classes(privacy: PrivacyMatrix, prior=None, alternative=None) -> ClassStructure:
