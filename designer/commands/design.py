@@ -289,7 +289,12 @@ def _design_symmetric(
         fail("--package needs a tabulated channel: package the CSV written by --out with `package` when k x m is small")
     if comparison is not None and utility != "mutual-information":
         fail("--compare gives mutual information; use --utility mutual-information")
-    result = design_symmetric(structure, utility)
+    from designer.symmetry import SymmetryLostError
+
+    try:
+        result = design_symmetric(structure, utility)
+    except SymmetryLostError as error:
+        fail(f"symmetry lost ({structure.r} classes after splitting by the distributions): {error}")
     if not result.certified:
         report_symmetric(result, Console(stderr=True), note)
         raise typer.Exit(NOT_CERTIFIED)
