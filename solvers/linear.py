@@ -51,32 +51,34 @@ TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tol
 CLARABEL_TOLERANCE = 1e-12
 
 
-_BANNER_SHOWN = False
-
-
 def new_highs():
-    """A silent ``highspy.Highs``. HiGHS 1.16 prints a copyright banner on file descriptor 1
-    when the first solver of a process is built, whatever ``output_flag`` says; stdout
-    belongs to the commands (``--json`` prints one document), so that first construction
-    runs with descriptor 1 pointed at stderr."""
+    """A ``highspy.Highs`` with its log output off."""
+    import highspy
+
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+def silence_banner() -> None:
+    """Build the process's first ``highspy.Highs`` with file descriptor 1 on the null device.
+
+    HiGHS 1.16 prints a copyright banner on descriptor 1 when the first solver of a
+    process is built, whatever ``output_flag`` says; commands whose stdout is a
+    document (``--json``) call this before solving.
+    """
     import os
 
     import highspy
 
-    global _BANNER_SHOWN
-    if _BANNER_SHOWN:
-        highs = highspy.Highs()
-    else:
-        saved = os.dup(1)
-        try:
-            os.dup2(2, 1)
-            highs = highspy.Highs()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-        _BANNER_SHOWN = True
-    highs.setOptionValue("output_flag", False)
-    return highs
+    saved, sink = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(sink, 1)
+        highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(sink)
 
 
 class LinearProgramError(RuntimeError):

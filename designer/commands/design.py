@@ -176,6 +176,10 @@ def design_command(
 
     if utility not in UTILITY_CHOICES:
         fail(f"--utility must be one of {', '.join(UTILITY_CHOICES)}, got {utility!r}")
+    if as_json:
+        from solvers.linear import silence_banner
+
+        silence_banner()  # stdout holds exactly one JSON document
     if method not in METHODS:
         fail(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     given = [name for name, value in (("--E", e_file), ("--classes", classes_file), ("--family", family)) if value is not None]

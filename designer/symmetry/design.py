@@ -182,19 +182,8 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
         certificate = structural_certificate(structure, epsilon, components, orbits, weights)
     timings["certify"] = time.perf_counter() - tick
     return SymmetricDesign(
-        structure=structure,
-        utility=utility,
-        objective=objective,
-        duals=duals,
-        dual_residual=residual,
-        duality_gap=float(rhs @ duals - objective),
-        n_orbits=orbits.count,
-        support=support,
-        channel=channel,
-        certificate=certificate,
-        row_levels=epsilon,
-        seconds=time.perf_counter() - start,
-        timings=timings,
+        structure, utility, objective, duals, residual, float(rhs @ duals - objective), orbits.count, support,
+        channel, certificate, epsilon, seconds=time.perf_counter() - start, timings=timings,
     )
 
 
