@@ -6,6 +6,8 @@ Public API (see README.md):
 * :class:`Channel` — a randomised channel ``Q[x, y]``, with composition and
   post-processing;
 * :func:`certify` — decide E-LDP, in float or exact mode, with witnesses;
+* :func:`design_channel`, :func:`design_symmetric` (the orbit LP for a :class:`ClassStructure`,
+  k = 10^5 and beyond), :func:`design_with_gap` (column generation with certified bounds);
 * :mod:`designer.mechanisms` — structured mechanisms of the papers, deployable at scale
   (Hadamard response, high-low and block HR, randomised response; sampler + estimator);
 * :mod:`designer.estimation` — unbiased inverse and EM maximum likelihood for any channel;
@@ -30,6 +32,7 @@ _PUBLIC = {
     "BlockHadamardResponse": "designer.mechanisms",
     "Certificate": "designer.certify",
     "Channel": "designer.channel",
+    "ClassStructure": "designer.symmetry",
     "ChannelMechanism": "designer.mechanisms",
     "ConfidenceSet": "designer.robust.confidence",
     "DesignResult": "designer.design",
@@ -48,6 +51,8 @@ _PUBLIC = {
     "certify_strategy": "designer.matrix_mechanism",
     "design_channel": "designer.design",
     "design_expected_loss": "designer.design",
+    "design_symmetric": "designer.symmetry",
+    "design_with_gap": "designer.gap",
     "design_overcomplete": "designer.matrix_mechanism",
     "design_strategy": "designer.matrix_mechanism",
     "mangat": "designer.mechanisms",
@@ -64,6 +69,7 @@ __all__ = [
     "Certificate",
     "Channel",
     "ChannelMechanism",
+    "ClassStructure",
     "ConfidenceSet",
     "DesignResult",
     "ExactEpsilon",
@@ -83,6 +89,8 @@ __all__ = [
     "design_expected_loss",
     "design_overcomplete",
     "design_strategy",
+    "design_symmetric",
+    "design_with_gap",
     "mangat",
     "maximum_likelihood",
     "parallel_composition",
@@ -99,6 +107,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from designer.design import DesignResult, design_channel, design_expected_loss
     from designer.estimation import maximum_likelihood, project_onto_simplex, unbiased_estimate
     from designer.exact import ExactEpsilon
+    from designer.gap import design_with_gap
     from designer.matrix_mechanism import Strategy, certify_strategy, design_overcomplete, design_strategy
     from designer.mechanisms import (
         BlockHadamardResponse,
@@ -115,6 +124,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from designer.robust.confidence import ConfidenceSet
     from designer.shuffle.analysis import shuffle_channel
     from designer.spec import PrivacyMatrix
+    from designer.symmetry import ClassStructure, design_symmetric
 
 
 def __getattr__(name: str) -> object:

@@ -141,14 +141,14 @@ class DesignResult:
             "timings": {name: round(value, 6) for name, value in self.timings.items()},
         }
 
-    def save(self, channel_path: str | Path, summary_path: str | Path | None = None) -> None:
-        """Write the channel as CSV (rows inputs) and, optionally, the JSON summary.
+    def save(self, channel_path: str | Path, summary_path: str | Path | None = None, extra: dict | None = None) -> None:
+        """Write the channel as CSV (rows inputs) and, optionally, the JSON summary (with ``extra`` fields).
 
         Both files are written all or nothing (:func:`designer.io.write_files`).
         """
         writes = [(channel_path, matrix_csv_writer(self.channel.exact_matrix if self.exact else self.channel.matrix))]
         if summary_path is not None:
-            writes.append((summary_path, json_writer(self.summary())))
+            writes.append((summary_path, json_writer({**self.summary(), **(extra or {})})))
         write_files(writes)
 
 

@@ -51,6 +51,25 @@ from solvers.linear import LinearProgramError, solve_vertex_lp
 from solvers.quiet import silent_highs
 
 
+def slice_model(inequalities: np.ndarray, normaliser: np.ndarray):
+    """The HiGHS model of ``{A q >= 0, q >= 0, normaliser . q = 1}`` with zero costs (a ``highspy.HighsLp``)."""
+    r, d = inequalities.shape
+    matrix = sparse.csc_matrix(np.vstack([inequalities, np.asarray(normaliser, dtype=float)[None, :]]))
+    lp = highspy.HighsLp()
+    lp.num_col_ = d
+    lp.num_row_ = r + 1
+    lp.col_cost_ = np.zeros(d)
+    lp.col_lower_ = np.zeros(d)
+    lp.col_upper_ = np.full(d, highspy.kHighsInf)
+    lp.row_lower_ = np.concatenate([np.zeros(r), [1.0]])
+    lp.row_upper_ = np.concatenate([np.full(r, highspy.kHighsInf), [1.0]])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.data
+    return lp
+
+
 class SliceLP:
     """``max direction . q`` over ``{A q >= 0, q >= 0, sum q = 1}``, re-solved warm (HiGHS dual simplex).
 
@@ -64,22 +83,9 @@ class SliceLP:
         a = np.asarray(inequalities, dtype=float)
         if a.ndim != 2:
             raise ValueError("inequalities must be a 2-D array")
-        r, d = a.shape
+        d = a.shape[1]
         self.dimension = d
-        matrix = sparse.csc_matrix(np.vstack([a, np.ones((1, d))]))
-        lp = highspy.HighsLp()
-        lp.num_col_ = d
-        lp.num_row_ = r + 1
-        lp.col_cost_ = np.zeros(d)
-        lp.col_lower_ = np.zeros(d)
-        lp.col_upper_ = np.full(d, highspy.kHighsInf)
-        lp.row_lower_ = np.concatenate([np.zeros(r), [1.0]])
-        lp.row_upper_ = np.concatenate([np.full(r, highspy.kHighsInf), [1.0]])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
-        lp.a_matrix_.value_ = matrix.data
-        self._lp = lp
+        self._lp = slice_model(a, np.ones(d))
         self._indices = np.arange(d, dtype=np.int32)
         self._highs = self._new_solver()
 
@@ -158,6 +164,7 @@ def column_generation(
     ascent_steps: int = 25,
     confirm_rounds: int = 3,
     seed: int = 0,
+    max_seconds: float | None = None,
 ) -> ColumnGenerationResult:
     """Solve (LP) of the module docstring by column generation with linearisation pricing.
 
@@ -188,6 +195,8 @@ def column_generation(
         Consecutive pricing rounds (fresh random starts) that must find nothing
         before stopping.
     seed : int
+    max_seconds : float, optional
+        Stop (``converged=False``) after the restricted LP that follows this many seconds.
 
     Returns
     -------
@@ -207,7 +216,8 @@ def column_generation(
         iterations += 1
         lp = solve_vertex_lp(columns_array, values, rhs)
         duals = lp.duals
-        if iterations >= max_iterations:
+        out_of_time = max_seconds is not None and time.perf_counter() - start_time > max_seconds
+        if iterations >= max_iterations or out_of_time:
             converged = False
             break
         found, best, lps = _price(slice_lp, value, gradient, duals, columns_array, lp.weights,

@@ -103,8 +103,12 @@ class StochasticLPResult:
     seconds: float
 
 
-def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPResult:
+def solve_vertex_lp(vertices, values, rhs, backend: str = "highs", options: dict | None = None) -> VertexLPResult:
     """Maximise ``values . w`` over ``w >= 0`` with ``vertices.T @ w = rhs`` (see module docstring).
+
+    ``options``: HiGHS options (e.g. :data:`TIGHT_TOLERANCES`; backend ``"highs"`` only).
+    With the default dual feasibility tolerance (1e-7) HiGHS may stop at a column
+    whose value is within ~1e-7 (relative) of the best one.
 
     Raises
     ------
@@ -124,7 +128,7 @@ def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPRe
         raise ValueError("vertex LP data must be finite")
     start = time.perf_counter()
     if backend == "highs":
-        weights, duals = _vertex_lp_highs(vertices, values, rhs)
+        weights, duals = _vertex_lp_highs(vertices, values, rhs, options or {})
     elif backend == "cvxpy":
         weights, duals = _vertex_lp_cvxpy(vertices, values, rhs)
     else:
@@ -144,7 +148,7 @@ def solve_vertex_lp(vertices, values, rhs, backend: str = "highs") -> VertexLPRe
     )
 
 
-def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
+def _vertex_lp_highs(vertices, values, rhs, options: dict) -> tuple[np.ndarray, np.ndarray]:
     """The vertex LP in HiGHS through highspy (20 ms to import; scipy.optimize, around the same
     HiGHS, takes 0.3-0.5 s). Column ``v`` of the equality matrix is ``vertices[v]``."""
     import highspy
@@ -163,6 +167,8 @@ def _vertex_lp_highs(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
     lp.a_matrix_.index_ = np.nonzero(nonzero)[1].astype(np.int32)
     lp.a_matrix_.value_ = vertices[nonzero]
     highs = silent_highs()
+    for name, value in options.items():
+        highs.setOptionValue(name, value)
     highs.passModel(lp)
     highs.run()
     status = highs.getModelStatus()

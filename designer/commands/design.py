@@ -17,9 +17,13 @@ if TYPE_CHECKING:
 
     from designer.design import DesignResult
     from designer.spec import PrivacyMatrix
+    from designer.symmetry import ClassStructure, SymmetricDesign
 
 UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
 NOT_CERTIFIED = 1
+#: Families ``design --family`` accepts (no dense file needed for the first four).
+FAMILIES = ("ldp", "high-low", "block", "utility-optimized", "metric-line", "metric-cycle", "metric-grid")
+METHODS = ("auto", "enumerate", "symmetry", "column-generation")
 
 
 def report(result: DesignResult, console: Console, title: str = "") -> None:
@@ -41,7 +45,66 @@ def report(result: DesignResult, console: Console, title: str = "") -> None:
         )
 
 
-def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix) -> np.ndarray | None:
+def report_symmetric(result: SymmetricDesign, console: Console, note: str) -> None:
+    """Print a symmetric (orbit LP) design as a short readable report."""
+    colour = "green" if result.certified else "red"
+    structure = result.structure
+    console.print(
+        f"[bold]{escape(structure.name)}[/]: optimal {result.utility} (nats) = {result.objective:.12g}", emoji=False
+    )
+    console.print(f"  method: {escape(note)}", emoji=False)
+    console.print(
+        f"  {structure.k:,} symbols in {structure.r} classes, {result.n_orbits:,} vertex orbits, "
+        f"{len(result.support)} in the optimum, {result.n_outputs:,} outputs, {result.seconds:.3g} s"
+    )
+    console.print(
+        f"  [{colour}]{result.certificate.verdict}[/] ({result.certificate.mode} certificate, "
+        f"margin {result.certificate.margin:.3g})"
+    )
+    console.print(f"  optimality: dual residual {result.dual_residual:.1e}, duality gap {result.duality_gap:.1e}")
+
+
+def family_input(family: str, k: int | None, eps: float, sensitive: int | None, blocks: str | None, grid: str | None):
+    """The E of ``--family``: a ClassStructure (ldp, high-low, block, utility-optimized) or a dense PrivacyMatrix (metric)."""
+    import math
+
+    from designer.commands.spec import equal_block_sizes, parse_int_list
+    from designer.spec import PrivacyMatrix
+    from designer.symmetry import ClassStructure
+
+    if family not in FAMILIES:
+        raise ValueError(f"--family must be one of {', '.join(FAMILIES)}, got {family!r}")
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"--eps must be a finite number >= 0, got {eps!r}")
+    if family == "metric-grid":
+        shape = parse_int_list(_need(grid, "grid", family).replace("x", ","), "grid")
+        return PrivacyMatrix.grid_l1(shape, eps)
+    k = _need(k, "k", family)
+    if family == "ldp":
+        return ClassStructure.classic(k, eps)
+    if family in ("high-low", "utility-optimized"):
+        count = _need(sensitive, "sensitive", family)
+        maker = ClassStructure.high_low if family == "high-low" else ClassStructure.utility_optimized
+        return maker(k, count, eps)
+    if family == "block":
+        sizes = parse_int_list(_need(blocks, "blocks", family), "blocks")
+        sizes = equal_block_sizes(k, sizes[0]) if len(sizes) == 1 else sizes
+        if sum(sizes) != k:
+            raise ValueError(f"--blocks sizes add up to {sum(sizes)}, not --k {k}")
+        return ClassStructure.block(sizes, eps)
+    import networkx as nx
+
+    graph = nx.path_graph(k) if family == "metric-line" else nx.cycle_graph(k)
+    return PrivacyMatrix.from_graph(graph, eps)
+
+
+def _need(value, name: str, family: str):
+    if value is None:
+        raise ValueError(f"--family {family} needs --{name}")
+    return value
+
+
+def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix | ClassStructure) -> np.ndarray | None:
     if path is None:
         return None
     import numpy as np
@@ -58,7 +121,27 @@ def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix) -> 
 
 @guarded
 def design_command(
-    e_file: Path = typer.Option(..., "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
+    e_file: Path = typer.Option(None, "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
+    classes_file: Path = typer.Option(
+        None, "--classes", help="JSON class-structured E (class sizes + class-level levels; see docs/design.md)."
+    ),
+    family: str = typer.Option(None, "--family", help=f"E by family parameters: {', '.join(FAMILIES)}."),
+    k: int = typer.Option(None, "--k", min=1, help="--family: domain size (w for utility-optimized)."),
+    eps: float = typer.Option(1.0, "--eps", help="--family: privacy level epsilon."),
+    sensitive: int = typer.Option(None, "--sensitive", min=1, help="--family high-low/utility-optimized: sensitive count."),
+    blocks: str = typer.Option(None, "--blocks", help="--family block: M equal blocks, or sizes 3,5,2."),
+    grid: str = typer.Option(None, "--grid", help="--family metric-grid: shape, e.g. 4x4."),
+    compare: bool = typer.Option(
+        False, "--compare", help="Also give the utility of the shipped mechanisms next to the optimum (class-structured E)."
+    ),
+    plot: Path = typer.Option(None, "--plot", help="With --compare: PNG of optimum and mechanisms over epsilon."),
+    plot_eps: str = typer.Option(
+        "0.25,0.5,0.75,1,1.5,2,3,4", "--plot-eps", help="Epsilon values of --plot (E scaled so its smallest level is each)."
+    ),
+    gap: float = typer.Option(
+        0.01, "--gap", help="--method column-generation: stop when (upper - lower) / upper is at most this."
+    ),
+    method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md)."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
     prior_file: Path = typer.Option(None, "--prior", help="k probabilities, one row or one column (default uniform)."),
     utility: str = typer.Option(
@@ -94,12 +177,48 @@ def design_command(
 
     if utility not in UTILITY_CHOICES:
         fail(f"--utility must be one of {', '.join(UTILITY_CHOICES)}, got {utility!r}")
-    check_destinations([path for path in (out, summary_file, package) if path is not None])
+    if method not in METHODS:
+        fail(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    given = [name for name, value in (("--E", e_file), ("--classes", classes_file), ("--family", family)) if value is not None]
+    if len(given) != 1:
+        fail(f"give exactly one of --E, --classes, --family (got {', '.join(given) or 'none'})")
+    if plot is not None and not compare:
+        fail("--plot draws the --compare figure: add --compare")
+    check_destinations([path for path in (out, summary_file, package, plot) if path is not None])
     from designer.commands.deploy import signing_key
 
     key = signing_key(sign)
-    privacy = read_privacy_matrix(e_file)
+    from designer.spec import PrivacyMatrix
+    from designer.symmetry import ClassStructure
+
+    if e_file is not None:
+        privacy = read_privacy_matrix(e_file)
+    elif classes_file is not None:
+        from designer.symmetry.files import read_class_structure
+
+        privacy = read_class_structure(classes_file)
+    else:
+        privacy = family_input(family, k, eps, sensitive, blocks, grid)
     prior = _read_distribution(prior_file, "prior", privacy)
+    if method == "column-generation":
+        if utility != "mutual-information" or exact:
+            fail("--method column-generation designs for mutual information in floating point (no --exact)")
+        if isinstance(privacy, ClassStructure):
+            privacy = privacy.privacy()
+        _design_with_gap(privacy, prior, gap, max_seconds, out, summary_file, as_json)
+        return
+    note = None
+    if utility != "expected-loss":
+        alternative = _read_distribution(alternative_file, "alternative", privacy)
+        structure, note = _structure(privacy, prior, alternative, method, exact)
+        if structure is not None:
+            comparison = (plot, plot_eps) if compare else None
+            _design_symmetric(structure, utility, note, out, summary_file, as_json, package, comparison)
+            return
+    if compare:
+        fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
+    if isinstance(privacy, ClassStructure):
+        privacy = privacy.privacy()
     try:
         if utility == "expected-loss":
             if exact:
@@ -109,13 +228,16 @@ def design_command(
                 fail(f"{loss_file}: the loss has {loss.shape[0]} rows but E is {privacy.k} x {privacy.k}")
             result = design_expected_loss(privacy, loss, prior)
         else:
-            alternative = _read_distribution(alternative_file, "alternative", privacy)
             result = design_channel(
                 privacy, utility, prior, alternative, exact=exact, row_order=row_order,
                 max_vertices=max_vertices, max_seconds=max_seconds,
             )
     except LinearProgramError as error:
         fail(str(error))
+    except ValueError as error:
+        if note is None or not note.startswith("symmetry lost"):
+            raise
+        fail(f"{note}: {str(error).splitlines()[0]}")
     if not result.certified:
         report(result, Console(stderr=True))
         raise typer.Exit(NOT_CERTIFIED)
@@ -124,21 +246,157 @@ def design_command(
         from designer.commands.deploy import certified_package, seal
 
         document = seal(certified_package(result.channel, privacy, 32, package, prior), key)
-    result.save(out, summary_file)
+    extra = {"method_note": note} if note else {}
+    result.save(out, summary_file, extra)
     if document is not None:
         from designer.deploy.package import write_package
 
         write_package(package, document)
     if as_json:
-        print_json(result.summary())
+        print_json({**result.summary(), **extra})
     else:
         console = Console()
         report(result, console)
+        if note:
+            console.print(f"  method: {note}", markup=False, emoji=False)
         console.print(f"  channel written to {out}", markup=False, emoji=False)
         if summary_file is not None:
             console.print(f"  summary written to {summary_file}", markup=False, emoji=False)
         if package is not None:
             console.print(f"  package written to {package}", markup=False, emoji=False)
+
+
+def _structure(privacy, prior, alternative, method: str, exact: bool):
+    """The class structure for the orbit LP (or None: enumerate) and the note naming the method."""
+    from designer.symmetry import ClassStructure
+    from designer.symmetry.route import symmetric_structure
+
+    if isinstance(privacy, ClassStructure):
+        if exact:
+            raise ValueError("--exact is not available for the orbit LP (classes or --family); give a dense --E")
+        if method == "enumerate":
+            return None, "vertex enumeration"
+        return privacy.with_distributions(prior, alternative), "symmetry: classes given, orbit LP"
+    if exact:
+        return None, "vertex enumeration (exact)"
+    return symmetric_structure(privacy, prior, alternative, method)
+
+
+def _design_symmetric(
+    structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison
+) -> None:
+    """Run the orbit LP, write the channel CSV (or the class-level design as JSON) and report."""
+    from designer.io import json_writer, matrix_csv_writer, write_files
+    from designer.symmetry import design_symmetric
+
+    if package is not None:
+        fail("--package needs a tabulated channel: package the CSV written by --out with `package` when k x m is small")
+    if comparison is not None and utility != "mutual-information":
+        fail("--compare gives mutual information; use --utility mutual-information")
+    from designer.symmetry import SymmetryLostError
+
+    try:
+        result = design_symmetric(structure, utility)
+    except SymmetryLostError as error:
+        fail(f"symmetry lost ({structure.r} classes after splitting by the distributions): {error}")
+    if not result.certified:
+        report_symmetric(result, Console(stderr=True), note)
+        raise typer.Exit(NOT_CERTIFIED)
+    summary = {**result.summary(), "method_note": note}
+    rows = []
+    if comparison is not None:
+        from designer.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
+
+        rows = mechanism_utilities(result.structure, result.objective)
+        summary["compare"] = [row.__dict__ for row in rows]
+        plot, plot_eps = comparison
+        if plot is not None:
+            epsilons = _parse_floats(plot_eps, "plot-eps")
+            curves = compare_over_epsilon(result.structure, epsilons)
+            plot_comparison(curves, plot, result.structure.name)
+            summary["compare_curves"] = curves
+    if result.channel is not None:
+        writes = [(out, matrix_csv_writer(result.channel.matrix))]
+    else:
+        writes = [(out, json_writer(summary))]
+    if summary_file is not None:
+        writes.append((summary_file, json_writer(summary)))
+    write_files(writes)
+    if as_json:
+        print_json(summary)
+        return
+    console = Console()
+    report_symmetric(result, console, note)
+    if rows:
+        _print_comparison(console, result.objective, rows)
+    what = "channel" if result.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
+    console.print(f"  {what} written to {out}", markup=False, emoji=False)
+
+
+def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summary_file, as_json: bool) -> None:
+    """Column generation with certified bounds, a progress bar of both bounds on stderr, the gap reported."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from designer.gap import design_with_gap
+    from designer.io import json_writer, matrix_csv_writer, write_files
+
+    if not 0 <= gap < 1:
+        fail(f"--gap must be in [0, 1), got {gap!r}")
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
+    ) as bar:
+        task = bar.add_task("column generation", total=max_seconds)
+
+        def show(lower: float, upper: float, seconds: float) -> None:
+            relative = (upper - lower) / upper if upper > 0 else 0.0
+            bar.update(task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
+
+        result = design_with_gap(privacy, prior, gap, max_seconds, show)
+    summary = {**result.summary(), "E": privacy.name, "k": privacy.k, "method": "column generation"}
+    writes = [(out, matrix_csv_writer(result.channel.matrix))]
+    if summary_file is not None:
+        writes.append((summary_file, json_writer(summary)))
+    if not result.certified:
+        Console(stderr=True).print(f"{result.certificate.verdict}: the channel is not written", markup=False)
+        raise typer.Exit(NOT_CERTIFIED)
+    write_files(writes)
+    if as_json:
+        print_json(summary)
+        return
+    console = Console()
+    status = "gap tolerance reached" if result.stopped == "gap" else "time budget (--max-seconds) ran out"
+    console.print(f"[bold]{escape(privacy.name)}[/]: column generation, {status} (not a proof of optimality)", emoji=False)
+    console.print(
+        f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}"
+    )
+    console.print(
+        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes, {result.channel.n_outputs} "
+        f"outputs, {result.seconds:.3g} s; [green]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
+        f"margin {result.certificate.margin:.3g})"
+    )
+    console.print(f"  channel written to {out}", markup=False, emoji=False)
+
+
+def _parse_floats(text: str, what: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--{what}: expected numbers separated by commas, got {text!r}") from None
+    if not values or min(values) <= 0 or not all(v < float("inf") for v in values):
+        raise ValueError(f"--{what}: expected positive finite numbers, got {text!r}")
+    return values
+
+
+def _print_comparison(console: Console, optimum: float, rows) -> None:
+    from rich.table import Table
+
+    table = Table(title="mutual information (nats) of the shipped mechanisms")
+    for column in ("mechanism", "epsilon", "I(X;Y)", "share of optimum", "gap"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right")
+    table.add_row("optimum (orbit LP)", "", f"{optimum:.6g}", "1", "0")
+    for row in rows:
+        table.add_row(escape(f"{row.name} ({row.detail})" if row.detail else row.name), f"{row.epsilon:g}", f"{row.value:.6g}", f"{row.share:.4f}", f"{optimum - row.value:.4g}")
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:

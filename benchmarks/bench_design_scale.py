@@ -1,0 +1,137 @@
+"""Optimal design at real alphabet sizes: the orbit LP, families, comparisons, column generation.
+
+Run: .venv/bin/python benchmarks/bench_design_scale.py   (about 4-6 minutes on 2 cores)
+     .venv/bin/python benchmarks/bench_design_scale.py --quick   (skips column generation at k = 100, 200)
+
+A. Classic LDP, uniform prior, k = 12..18: orbit LP vs the vertex enumeration of design_channel
+   (same optimum; ratio of medians), then k = 1000 from a dense CSV end to end (CLI, subprocess)
+   and k = 10^5 from family parameters end to end; error against the closed form.
+B. Block E, 35 blocks of 1,250 (k = 43,750), eps = 1: optimum, error against log 35 + the
+   within-block closed form, and the block Hadamard response's share of the optimum.
+C. High-low E at k = 43,750 (s = 100, 1,000, 10,000) and utility-optimized E at w = 300,
+   v = 10, 50, 150: optimum and every applicable mechanism's share.
+D. Random asymmetric E (entries U[0.5, 2], 10% inf): column generation bounds at k = 50, 100, 200
+   under a time budget (lower = a certified channel, upper = the Lagrangian bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from timing import timed
+
+from designer.design import design_channel
+from designer.spec import PrivacyMatrix
+from designer.symmetry import ClassStructure, design_symmetric
+from designer.symmetry.compare import mechanism_utilities
+
+
+def staircase(k: int, epsilon: float) -> float:
+    """Closed form of the classic uniform optimum: ``max_d log(k / s_d) + d eps e^eps / s_d``."""
+    d = np.arange(1, k, dtype=float)
+    s = d * math.exp(epsilon) + k - d
+    return float(np.max(np.log(k / s) + d * epsilon * math.exp(epsilon) / s))
+
+
+def cli_seconds(arguments: list[str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "designer.cli", *arguments], capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return time.perf_counter() - start, done.stdout
+
+
+def part_a() -> None:
+    print("A. classic LDP, uniform prior, eps = 1")
+    print(f"{'k':>7} {'enumeration s':>14} {'orbit LP s':>11} {'ratio':>8} {'|difference|':>13}")
+    for k in (12, 14, 16, 18):
+        repeats = 3 if k <= 16 else 1
+        full_time, full = timed(lambda: design_channel(PrivacyMatrix.classic(k, 1.0)), repeats)
+        fast_time, fast = timed(lambda: design_symmetric(ClassStructure.classic(k, 1.0)), 5)
+        print(f"{k:>7} {full_time:>14.3f} {fast_time:>11.4f} {full_time / fast_time:>8.0f} {abs(full.objective - fast.objective):>13.1e}")
+    import json
+
+    with tempfile.TemporaryDirectory() as folder:
+        e_file = Path(folder) / "ldp1000.csv"
+        values = np.full((1000, 1000), 1.0)
+        np.fill_diagonal(values, 0)
+        np.savetxt(e_file, values, fmt="%g", delimiter=",")
+        runs = [cli_seconds(["design", "--E", str(e_file), "--out", str(Path(folder) / "Q.csv"), "--json"]) for _ in range(3)]
+        seconds = sorted(run[0] for run in runs)[1]
+        objective = json.loads(runs[-1][1])["objective"]
+        print(f"  k = 1000 dense CSV, CLI end to end: {seconds:.2f} s (median of 3), error {abs(objective - staircase(1000, 1)):.1e}")
+        runs = [
+            cli_seconds(["design", "--family", "ldp", "--k", "100000", "--eps", "1", "--out", str(Path(folder) / "D.json"), "--json"])
+            for _ in range(3)
+        ]
+        seconds = sorted(run[0] for run in runs)[1]
+        objective = json.loads(runs[-1][1])["objective"]
+        print(f"  k = 100000 family, CLI end to end: {seconds:.2f} s (median of 3), error {abs(objective - staircase(100_000, 1)):.1e}")
+
+
+def shares(structure: ClassStructure) -> None:
+    seconds, result = timed(lambda: design_symmetric(structure, materialise=False), 3)
+    print(f"  {structure.name}: optimum {result.objective:.6f} nats in {seconds:.3f} s ({result.n_orbits:,} orbits)")
+    for row in mechanism_utilities(structure, result.objective):
+        name = f"{row.name} ({row.detail})" if row.detail else row.name
+        print(f"    {name:<32} {row.value:>10.6f}  share {row.share:6.1%}")
+    return result
+
+
+def part_b() -> None:
+    print("B. block E, 35 blocks of 1,250, eps = 1")
+    result = shares(ClassStructure.block([1250] * 35, 1.0))
+    print(f"  error against log 35 + within-block closed form: {abs(result.objective - math.log(35) - staircase(1250, 1)):.1e}")
+    seconds, _ = cli_seconds(["design", "--family", "block", "--k", "43750", "--blocks", "35", "--out", "/dev/null", "--json"])
+    print(f"  CLI end to end: {seconds:.2f} s")
+
+
+def part_c() -> None:
+    print("C. high-low at k = 43,750 and utility-optimized at w = 300, eps = 1")
+    for s in (100, 1000, 10_000):
+        shares(ClassStructure.high_low(43_750, s, 1.0))
+    for v in (10, 50, 150):
+        shares(ClassStructure.utility_optimized(300, v, 1.0))
+
+
+def part_d(sizes, budget: float) -> None:
+    from designer.gap import design_with_gap
+
+    print(f"D. random asymmetric E, column generation, budget {budget:g} s")
+    print(f"{'k':>5} {'lower':>10} {'upper':>10} {'gap':>8} {'stopped':>8} {'columns':>8} {'seconds':>8}")
+    for k in sizes:
+        rng = np.random.default_rng(k)
+        values = rng.uniform(0.5, 2.0, (k, k))
+        values[rng.random((k, k)) < 0.1] = np.inf
+        np.fill_diagonal(values, 0)
+        result = design_with_gap(PrivacyMatrix(values), gap_tolerance=0.01, max_seconds=budget)
+        print(
+            f"{k:>5} {result.lower:>10.6f} {result.upper:>10.6f} {result.gap:>8.1%} {result.stopped:>8} "
+            f"{result.columns:>8} {result.seconds:>8.1f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="column generation at k = 50 only, 60 s")
+    parser.add_argument("--budget", type=float, default=120.0, help="column generation seconds per k")
+    arguments = parser.parse_args()
+    part_a()
+    part_b()
+    part_c()
+    part_d((50,) if arguments.quick else (50, 100, 200), 60.0 if arguments.quick else arguments.budget)
+
+
+if __name__ == "__main__":
+    main()

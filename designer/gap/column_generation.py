@@ -1,0 +1,269 @@
+"""Column generation with a certified gap: a certified channel (lower bound) and a proven upper bound.
+
+The mutual-information design LP over the cone's vertices (:mod:`designer.design`)
+is solved over a *restricted* set of columns (the master LP); its duals y price
+new columns, and the same pricing problem gives an upper bound on the optimum.
+
+Upper bound (Lagrangian / column-generation bound; Lasdon, *Optimization Theory for
+Large Systems*, 1970, Sec. 3.6; Lübbecke and Desrosiers, Oper. Res. 2005, Sec. 2.1).
+Take any y in R^k and let
+
+    rho(y) = max { mu(v) - y . v : v in C_E, p . v = 1 }
+
+(p the prior, positive). Any E-LDP channel Q has columns ``q_j = t_j v_j`` with
+``v_j`` in C_E, ``p . v_j = 1`` and ``t_j = p . q_j >= 0``, and ``sum_j t_j = p . Q 1 = 1``.
+``mu`` is positively homogeneous, so
+
+    I_p(Q) = sum_j t_j mu(v_j) <= sum_j t_j (y . v_j + rho(y)) = y . 1 + rho(y),
+
+because ``sum_j t_j v_j = Q 1 = 1``. Hence ``OPT <= sum(y) + rho_bar`` for every proven
+upper bound ``rho_bar >= rho(y)``. With ``p . v = 1`` the output mass is 1, so
+``mu(v) = sum_x p_x v_x log v_x``: the pricing problem is a separable convex
+maximisation over a polytope, bounded by branch and bound over concave envelopes
+(:mod:`solvers.convex_maximization`), whose incumbent points are the new columns.
+At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 0``;
+the bound closes as pricing finds nothing.
+
+Columns come first from the linearisation heuristic of :mod:`solvers.column_generation`
+(for :data:`HEURISTIC_SHARE` of the budget) and the optimal classic ``min E``-LDP channel
+(:func:`classic_columns`), then from the branch and bound.
+
+Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
+``Q[x, y] <= e^{E*[x, x']} Q[x', y] <= e^{eps'_x} Q[x', y]`` with ``eps'_x >= max_{x'} E*[x, x']``,
+so it is E'-LDP for the row-constant ``E'[x, x'] = eps'_x`` and ``OPT(E) <= OPT(E')``. Rounding the
+row maxima of the closure up to a grid of a few levels makes E' class-structured, and the orbit
+LP (:mod:`designer.symmetry`) gives ``OPT(E')`` exactly (:func:`symmetric_relaxation_bound`).
+The reported upper bound is the smaller of the two.
+
+Lower bound: the master's channel, repaired onto the cone
+(:func:`designer.design.project_into_cone`) and certified
+(:func:`designer.certify.certify`); its own mutual information is reported.
+The gap is ``(upper - lower) / upper``; a run that stops on its time budget says
+so and is never called optimal.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from designer.certify import Certificate, certify
+from designer.channel import Channel
+from designer.design import merge_proportional_columns, project_into_cone
+from designer.spec import PrivacyMatrix
+from designer.utility import column_information, mutual_information
+from solvers.column_generation import column_generation
+from solvers.convex_maximization import SeparableConvexMax
+from solvers.linear import solve_vertex_lp
+
+#: Reduced costs above this add a column to the master.
+REDUCED_COST_TOLERANCE = 1e-9
+#: Most levels of the row-constant relaxation (fewer when the orbit LP would be too large).
+RELAXATION_LEVELS = 6
+#: Largest orbit LP solved for the relaxation bound (about a second).
+RELAXATION_ORBITS = 100_000
+#: Share of the time budget given first to the linearisation heuristic of solvers.column_generation.
+HEURISTIC_SHARE = 0.3
+#: Branch and bound stops when its own bracket is this share of the gap tolerance (times the master's value).
+PRICING_SHARE = 0.25
+#: Seconds of branch and bound per pricing round (doubled while the bound does not close).
+ROUND_SECONDS = 2.0
+
+
+@dataclass
+class GapDesign:
+    """A certified channel and a proven bracket ``lower <= OPT <= upper`` of the optimal mutual information."""
+
+    channel: Channel
+    certificate: Certificate
+    lower: float
+    upper: float
+    columns: int
+    rounds: int
+    nodes: int
+    seconds: float
+    stopped: str
+    relaxation_bound: float = np.inf
+    history: list = field(default_factory=list)
+
+    @property
+    def gap(self) -> float:
+        """Relative gap ``(upper - lower) / upper``."""
+        return (self.upper - self.lower) / self.upper if self.upper > 0 else 0.0
+
+    @property
+    def certified(self) -> bool:
+        return self.certificate.certified
+
+    def summary(self) -> dict:
+        return {
+            "E": None,
+            "lower": self.lower,
+            "upper": self.upper,
+            "relaxation_bound": self.relaxation_bound if np.isfinite(self.relaxation_bound) else None,
+            "gap": self.gap,
+            "optimal": False if self.stopped != "gap" else self.gap == 0,
+            "stopped": self.stopped,
+            "certified": self.certified,
+            "certificate_mode": self.certificate.mode,
+            "margin": float(self.certificate.margin),
+            "columns": self.columns,
+            "n_outputs": self.channel.n_outputs,
+            "rounds": self.rounds,
+            "nodes": self.nodes,
+            "seconds": round(self.seconds, 3),
+            "history": self.history,
+        }
+
+
+def design_with_gap(
+    privacy: PrivacyMatrix,
+    prior=None,
+    gap_tolerance: float = 0.01,
+    max_seconds: float = 600.0,
+    progress: Callable[[float, float, float], None] | None = None,
+) -> GapDesign:
+    """Column generation for the mutual-information design with certified bounds (module docstring).
+
+    Parameters
+    ----------
+    privacy : PrivacyMatrix
+    prior : array_like (k,), optional
+        Positive input distribution (default uniform).
+    gap_tolerance : float
+        Stop when ``(upper - lower) / upper <= gap_tolerance``.
+    max_seconds : float
+        Wall-clock budget; the bounds at that moment are returned (``stopped="time"``).
+    progress : callable, optional
+        Called as ``progress(lower, upper, seconds)`` after every round.
+    """
+    start = time.perf_counter()
+    k = privacy.k
+    prior = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=float)
+    if np.any(prior <= 0):
+        raise ValueError("the gap bound needs a positive prior (every symbol has probability > 0)")
+    pairs = privacy.nonredundant_pairs()
+    inequalities = np.zeros((len(pairs), k))
+    inequalities[np.arange(len(pairs)), pairs[:, 0]] = -1.0
+    inequalities[np.arange(len(pairs)), pairs[:, 1]] = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]])
+    pricing = SeparableConvexMax(inequalities, prior, prior)
+    lower_box, upper_box = pricing.coordinate_range()
+    seeded = column_generation(  # linearisation pricing (a heuristic): good columns fast, no bound
+        inequalities, lambda c: column_information(prior, c.T), lambda q: prior * np.log(q / (prior @ q)),
+        np.ones(k), np.ones((1, k)) / k, random_starts=8, ascent_steps=10, confirm_rounds=1,
+        max_seconds=HEURISTIC_SHARE * max_seconds,
+    )
+    columns = np.vstack([seeded.columns, classic_columns(privacy)])
+    values = column_information(prior, columns.T)
+    relaxed = symmetric_relaxation_bound(privacy, prior)
+    upper, rounds, nodes, budget = relaxed, 0, 0, ROUND_SECONDS
+    history = []
+    stopped = "time"
+    while True:
+        rounds += 1
+        master = solve_vertex_lp(columns, values, np.ones(k))
+        remaining = max_seconds - (time.perf_counter() - start)
+        result = pricing.run(
+            -master.duals, lower_box, upper_box, _x_log_x, tolerance=max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
+            max_seconds=max(min(budget, remaining), 0.05), keep_points=REDUCED_COST_TOLERANCE,
+        )
+        nodes += result.nodes
+        upper = min(upper, float(master.duals.sum()) + max(result.upper, 0.0))
+        lower = master.objective
+        history.append({"round": rounds, "master": lower, "upper": upper, "columns": int(columns.shape[0])})
+        if progress is not None:
+            progress(lower, upper, time.perf_counter() - start)
+        if (upper - lower) <= gap_tolerance * upper:
+            stopped = "gap"
+            break
+        if time.perf_counter() - start >= max_seconds:
+            break
+        new = [q / q.sum() for q in result.points]
+        if not new:
+            budget *= 2  # nothing found yet: the bound needs a longer search
+            continue
+        new = np.unique(np.round(np.vstack(new), 14), axis=0)
+        columns = np.vstack([columns, new])
+        values = np.concatenate([values, column_information(prior, new.T)])
+    weights = master.weights
+    keep = weights > 0
+    matrix = merge_proportional_columns((columns[keep] * weights[keep, None]).T)
+    matrix = project_into_cone(privacy, matrix)
+    channel = Channel(matrix)
+    certificate = certify(channel, privacy)
+    certified_value = mutual_information(prior, channel)
+    return GapDesign(
+        channel=channel,
+        certificate=certificate,
+        lower=min(certified_value, upper),
+        upper=upper,
+        columns=int(columns.shape[0]),
+        rounds=rounds,
+        nodes=nodes,
+        seconds=time.perf_counter() - start,
+        stopped=stopped,
+        relaxation_bound=relaxed,
+        history=history,
+    )
+
+
+def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> float:
+    """``OPT(E')`` for the row-constant relaxation E' >= E* of the module docstring (inf if none applies).
+
+    Row maxima of E* are rounded up to the finest grid of at most :data:`RELAXATION_LEVELS` levels
+    whose classes (equal level and equal prior) keep the orbit LP within its orbit limit.
+    """
+    from designer.symmetry import ClassStructure, SymmetryLostError, design_symmetric
+
+    k = privacy.k
+    closure = privacy.closure().epsilon.copy()
+    np.fill_diagonal(closure, -np.inf)
+    row_max = closure.max(axis=1) if k > 1 else np.zeros(1)
+    finite = np.isfinite(row_max)
+    for levels in range(RELAXATION_LEVELS, 0, -1):
+        relaxed = row_max.copy()
+        if finite.any():
+            grid = np.linspace(row_max[finite].min(), row_max[finite].max(), levels)
+            relaxed[finite] = grid[np.searchsorted(grid, row_max[finite] - 1e-12 * np.abs(row_max[finite]))]
+            relaxed[finite] = np.maximum(relaxed[finite], row_max[finite])
+        keys = np.stack([relaxed, prior], axis=1)
+        _, label = np.unique(keys, axis=0, return_inverse=True)
+        label = label.ravel()
+        groups = [np.flatnonzero(label == a) for a in range(label.max() + 1)]
+        level_of = np.array([relaxed[group[0]] for group in groups])
+        if math.prod(group.size + 1 for group, level in zip(groups, level_of) if 0 < level < np.inf) > RELAXATION_ORBITS:
+            continue
+        structure = ClassStructure(
+            [group.size for group in groups], np.repeat(level_of[:, None], len(groups), axis=1),
+            np.array([prior[group[0]] for group in groups]), members=groups, name=f"relaxation of {privacy.name}",
+        )
+        try:
+            return design_symmetric(structure, materialise=False).objective
+        except SymmetryLostError:
+            continue
+    return np.inf
+
+
+def classic_columns(privacy: PrivacyMatrix) -> np.ndarray:
+    """Columns of the optimal classic ``eps_min``-LDP channel (uniform prior), ``eps_min = min E``.
+
+    It is E-LDP (``e^{eps_min} <= e^{E[x, x']}``), so the master starts at least at its value;
+    its k cyclic shifts come from the orbit LP (:func:`designer.symmetry.design_symmetric`).
+    """
+    from designer.symmetry import ClassStructure, design_symmetric
+
+    k = privacy.k
+    smallest = float(np.min(privacy.epsilon[~np.eye(k, dtype=bool)])) if k > 1 else 0.0
+    design = design_symmetric(ClassStructure.classic(k, smallest))
+    columns = design.channel.matrix.T
+    return columns / columns.sum(axis=1, keepdims=True)
+
+
+def _x_log_x(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    safe = np.where(values > 0, values, 1.0)
+    return np.where(values > 0, values * np.log(safe), 0.0)

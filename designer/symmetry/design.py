@@ -1,0 +1,271 @@
+"""Optimal E-LDP channels through the orbit LP (:mod:`designer.symmetry.orbits`).
+
+Deployable channels with few outputs. A basic optimum of the orbit LP uses at
+most r orbits. An orbit with counts ``j_a`` becomes T columns: column t puts
+``e^{eps_a}`` on the members of class a at positions ``(i - t) mod n_a < j_a`` and
+1 on the rest of its component, with ``T = lcm`` of the sizes of the classes whose
+``j_a`` is neither 0 nor ``n_a``; over the T cyclic shifts every member of class a
+is high exactly ``T j_a / n_a`` times, so the columns with weight ``theta / T`` give
+each input of class a exactly ``theta s_a / n_a``: the symmetrised orbit, with T
+columns instead of the orbit's ``prod_a C(n_a, j_a)``. Classic LDP at k = 1000
+needs 1000 outputs, not ``C(1000, j)``. A free-unit orbit becomes the ``n_b`` unit
+columns of its class.
+
+Certification. A materialised channel (k m entries within :data:`MAX_CHANNEL_ENTRIES`)
+is certified by :func:`designer.symmetry.certify.certify_row_constant`, which decides
+the same per-output condition as :func:`designer.certify.certify` in O(k m) instead
+of O(k^2 m) (E is row-constant), or by :func:`designer.certify.certify` itself when
+``k^2 m`` is small. Above that, the design is returned at class level with the
+structural certificate of :func:`designer.symmetry.certify.structural_certificate`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from designer.channel import Channel
+from designer.symmetry.certify import StructureCertificate, certify_materialised, structural_certificate
+from designer.symmetry.classes import ClassStructure
+from designer.symmetry.orbits import Orbits, enumerate_orbits, orbit_values, row_levels
+from designer.utility import F_DIVERGENCES
+from solvers.linear import TIGHT_TOLERANCES, solve_vertex_lp
+
+#: Largest channel (k x m entries) that is materialised.
+MAX_CHANNEL_ENTRIES = 30_000_000
+#: Orbit weights below this (relative to the largest) are dropped from the support.
+WEIGHT_CUTOFF = 1e-12
+
+
+@dataclass
+class OrbitColumn:
+    """One orbit of the optimum: counts per class, its weight and its number of cyclic columns."""
+
+    high: list
+    low: list
+    component: int
+    weight: float
+    columns: int
+    value: float
+
+
+@dataclass
+class SymmetricDesign:
+    """The optimum of the orbit LP, its certificate and (when small enough) its channel.
+
+    Attributes
+    ----------
+    structure : ClassStructure
+    utility : str
+    objective : float
+        Optimal utility (nats for mutual information).
+    duals : ndarray (r,)
+        Per-class dual ``y_a``: ``mu(v) <= sum_a y_a s_a(v)`` for every vertex v (the
+        per-symbol dual of the full LP is ``y_{c(x)}``) and ``sum_a n_a y_a = objective``.
+    dual_residual, duality_gap : float
+        ``max_o mu(v_o) - y . s(v_o)`` over every orbit, and ``n . y - objective``.
+    n_orbits : int
+        Orbits in the LP (every vertex lies in one of them).
+    support : list of OrbitColumn
+    channel : Channel or None
+        The materialised channel (None above :data:`MAX_CHANNEL_ENTRIES`).
+    certificate : StructureCertificate
+    row_levels : ndarray (r,)
+    method : str
+    seconds : float
+    timings : dict
+    """
+
+    structure: ClassStructure
+    utility: str
+    objective: float
+    duals: np.ndarray
+    dual_residual: float
+    duality_gap: float
+    n_orbits: int
+    support: list
+    channel: Channel | None
+    certificate: StructureCertificate
+    row_levels: np.ndarray
+    method: str = "symmetry (orbit LP)"
+    seconds: float = 0.0
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def certified(self) -> bool:
+        return self.certificate.certified
+
+    @property
+    def n_outputs(self) -> int:
+        return int(sum(column.columns for column in self.support))
+
+    def summary(self) -> dict:
+        """A JSON-ready summary (objective, classes, orbits, outputs, certificate, timings)."""
+        structure = self.structure
+        return {
+            "E": structure.name,
+            "k": structure.k,
+            "utility": self.utility,
+            "objective": self.objective,
+            "method": self.method,
+            "classes": structure.r,
+            "class_sizes": structure.sizes.tolist(),
+            "row_levels": [_json_float(value) for value in self.row_levels],
+            "n_orbits": self.n_orbits,
+            "n_outputs": self.n_outputs,
+            "materialised": self.channel is not None,
+            "certified": self.certified,
+            "certificate_mode": self.certificate.mode,
+            "margin": _json_float(self.certificate.margin),
+            "duals": [float(v) for v in self.duals],
+            "dual_residual": self.dual_residual,
+            "duality_gap": self.duality_gap,
+            "support": [column.__dict__ for column in self.support],
+            "seconds": round(self.seconds, 6),
+            "timings": {name: round(value, 6) for name, value in self.timings.items()},
+        }
+
+
+def design_symmetric(structure: ClassStructure, utility: str = "mutual-information", materialise: bool = True) -> SymmetricDesign:
+    """The optimal channel of a row-constant class-structured E by the orbit LP.
+
+    Parameters
+    ----------
+    structure : ClassStructure
+        E, the prior and (f-divergences) the alternative, all constant on classes;
+        an f-divergence with no alternative compares the prior with the uniform distribution.
+    utility : str
+        ``"mutual-information"`` or an f-divergence name (both depend on a column
+        only through class counts; expected loss does not reduce this way).
+    materialise : bool
+        Build the k x m channel when it has at most :data:`MAX_CHANNEL_ENTRIES` entries.
+
+    Raises
+    ------
+    designer.symmetry.orbits.SymmetryLostError
+        When E is not row-constant in some component or has too many orbits.
+    """
+    start = time.perf_counter()
+    timings = {}
+    if utility in F_DIVERGENCES and structure.alternative is None:
+        structure = ClassStructure(
+            structure.sizes, structure.levels, structure.prior, np.full(structure.r, 1.0 / structure.k),
+            structure.members, structure.name,
+        )
+        if np.allclose(structure.prior, structure.alternative, rtol=0, atol=1e-15):
+            raise ValueError(f"the {utility} utility compares the prior with the uniform distribution, and they are equal")
+    tick = time.perf_counter()
+    epsilon, components = row_levels(structure)
+    orbits = enumerate_orbits(structure, epsilon, components)
+    values = orbit_values(structure, orbits, utility)
+    timings["orbits"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    sums = orbits.class_sums().astype(float)
+    rhs = structure.sizes.astype(float)
+    weights, duals = solve_orbit_lp(structure, components, orbits, sums, values)
+    objective = float(values @ weights)
+    residual = float(np.max(values - sums @ duals))
+    timings["lp"] = time.perf_counter() - tick
+    support = _support(structure, orbits, weights, values)
+    channel = None
+    tick = time.perf_counter()
+    entries = structure.k * sum(column.columns for column in support)
+    if materialise and entries <= MAX_CHANNEL_ENTRIES:
+        channel = Channel(materialise_channel(structure, orbits, weights))
+        timings["materialise"] = time.perf_counter() - tick
+        tick = time.perf_counter()
+        certificate = certify_materialised(channel, structure, epsilon, components)
+    else:
+        certificate = structural_certificate(structure, epsilon, components, orbits, weights)
+    timings["certify"] = time.perf_counter() - tick
+    return SymmetricDesign(
+        structure, utility, objective, duals, residual, float(rhs @ duals - objective), orbits.count, support,
+        channel, certificate, epsilon, seconds=time.perf_counter() - start, timings=timings,
+    )
+
+
+def solve_orbit_lp(structure, components, orbits, sums, values) -> tuple[np.ndarray, np.ndarray]:
+    """The orbit LP, one LP per component (they share no row), solved once per distinct component.
+
+    Components with the same class sizes, levels and distributions (the blocks of
+    a block E) have the same LP. HiGHS runs with tight tolerances
+    (:data:`solvers.linear.TIGHT_TOLERANCES`) and the weights are polished on their support.
+    """
+    weights = np.zeros(orbits.count)
+    duals = np.zeros(structure.r)
+    solved: dict[bytes, tuple] = {}
+    for index, group in enumerate(components):
+        rows = np.flatnonzero(orbits.component == index)
+        key = b"".join(
+            np.ascontiguousarray(part).tobytes()
+            for part in (
+                structure.sizes[group], structure.levels[np.ix_(group, group)], structure.prior[group],
+                np.zeros(0) if structure.alternative is None else structure.alternative[group],
+            )
+        )
+        if key not in solved:
+            local = sums[np.ix_(rows, group)]
+            rhs = structure.sizes[group].astype(float)
+            solution = solve_vertex_lp(local, values[rows], rhs, options=TIGHT_TOLERANCES)
+            solved[key] = (_polished(local, solution.weights, rhs), solution.duals)
+        weights[rows], duals[group] = solved[key]
+    return weights, duals
+
+
+def _polished(sums: np.ndarray, weights: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The LP weights re-solved on their support by least squares (exact row sums to rounding)."""
+    keep = np.flatnonzero(weights > WEIGHT_CUTOFF * max(weights.max(), 1e-300))
+    solved, *_ = np.linalg.lstsq(sums[keep].T, rhs, rcond=None)
+    result = np.zeros_like(weights)
+    result[keep] = np.where(solved > 0, solved, weights[keep])
+    return result
+
+
+def cyclic_period(structure: ClassStructure, orbits: Orbits, o: int) -> int:
+    """Columns needed for orbit o: the unit orbit's class size, else the lcm of its mixed classes' sizes."""
+    sizes = structure.sizes
+    if orbits.high[o].sum() == 0 and orbits.low[o].sum() == 1:
+        return int(sizes[np.flatnonzero(orbits.low[o])[0]])
+    mixed = [int(sizes[a]) for a in range(structure.r) if 0 < orbits.high[o, a] < sizes[a]]
+    return math.lcm(*mixed) if mixed else 1
+
+
+def _support(structure, orbits, weights, values) -> list[OrbitColumn]:
+    return [
+        OrbitColumn(
+            orbits.high[o].tolist(), orbits.low[o].tolist(), int(orbits.component[o]), float(weights[o]),
+            cyclic_period(structure, orbits, o), float(values[o]),
+        )
+        for o in np.flatnonzero(weights)
+    ]
+
+
+def materialise_channel(structure: ClassStructure, orbits: Orbits, weights: np.ndarray) -> np.ndarray:
+    """The k x m channel: each support orbit as its cyclic shifts (module docstring)."""
+    members = structure.class_members()
+    blocks = []
+    for o in np.flatnonzero(weights):
+        period = cyclic_period(structure, orbits, o)
+        block = np.zeros((structure.k, period))
+        shifts = np.arange(period)
+        unit = orbits.high[o].sum() == 0 and orbits.low[o].sum() == 1
+        for a, group in enumerate(members):
+            if unit:
+                if orbits.low[o, a]:
+                    block[group, shifts] = 1.0
+                continue
+            high, low = orbits.high[o, a], orbits.low[o, a]
+            if high + low == 0:
+                continue
+            position = np.arange(group.size)
+            is_high = (position[:, None] - shifts[None, :]) % group.size < high
+            block[group, :] = np.where(is_high, orbits.ratio[a], 1.0)
+        blocks.append(block * (weights[o] / period))
+    return np.hstack(blocks)
+
+
+def _json_float(value: float):
+    return float(value) if np.isfinite(value) else str(value)

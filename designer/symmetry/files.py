@@ -1,0 +1,70 @@
+"""Class-structured E files (JSON, schema ``class-structure.schema.json`` next to this module).
+
+A 43,750-symbol E as a dense CSV would be 15 GB; as classes it is a few lines::
+
+    {"name": "35 cities", "classes": [{"name": "city 1", "size": 1250}, ...],
+     "levels": [[1, "inf", ...], ...], "prior": [0.1, ...]}
+
+``levels[a][b]`` is ``E[x, x']`` for x in class a, x' in class b (x != x'); classes
+are consecutive symbols in the order given; ``prior`` (optional) gives each class's
+total probability, spread uniformly over its members.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from designer.symmetry.classes import ClassStructure
+
+SCHEMA_PATH = Path(__file__).with_name("class-structure.schema.json")
+
+
+def read_class_structure(path: str | Path) -> ClassStructure:
+    """Read and validate a class-structured E file; errors name the file and the field."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: expected a JSON object with 'classes' and 'levels'")
+    unknown = sorted(set(document) - {"name", "classes", "levels", "prior"})
+    if unknown:
+        raise ValueError(f"{path}: unknown field {unknown[0]!r} (allowed: name, classes, levels, prior)")
+    classes = document.get("classes")
+    if not isinstance(classes, list) or not classes:
+        raise ValueError(f"{path}: 'classes' must be a non-empty list of {{\"size\": n}} objects")
+    sizes = []
+    for index, entry in enumerate(classes):
+        size = entry.get("size") if isinstance(entry, dict) else None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"{path}: classes[{index}].size must be a positive integer, got {size!r}")
+        sizes.append(size)
+    r = len(sizes)
+    levels = document.get("levels")
+    if not isinstance(levels, list) or len(levels) != r or any(not isinstance(row, list) or len(row) != r for row in levels):
+        raise ValueError(f"{path}: 'levels' must be a {r} x {r} list of lists (one row per class)")
+    values = np.empty((r, r))
+    for a, row in enumerate(levels):
+        for b, level in enumerate(row):
+            if level == "inf":
+                values[a, b] = np.inf
+            elif isinstance(level, (int, float)) and not isinstance(level, bool) and level >= 0 and np.isfinite(level):
+                values[a, b] = float(level)
+            else:
+                raise ValueError(f"{path}: levels[{a}][{b}] = {level!r} must be a number >= 0 or \"inf\"")
+    k = sum(sizes)
+    prior = document.get("prior")
+    if prior is None:
+        per_member = np.full(r, 1.0 / k)
+    else:
+        if not isinstance(prior, list) or len(prior) != r or not all(
+            isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in prior
+        ):
+            raise ValueError(f"{path}: 'prior' must list {r} class probabilities >= 0")
+        if abs(sum(prior) - 1) > 1e-9:
+            raise ValueError(f"{path}: 'prior' must sum to 1 (sums to {sum(prior)!r})")
+        per_member = np.asarray(prior, dtype=float) / np.asarray(sizes)
+    return ClassStructure(sizes, values, per_member, name=str(document.get("name") or Path(path).name))

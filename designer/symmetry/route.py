@@ -1,0 +1,37 @@
+"""Which design method runs for an E: enumeration (small k), the orbit LP, and why.
+
+``auto``: a dense E with at most :data:`ENUMERATION_K` symbols keeps the vertex
+enumeration of :func:`designer.design.design_channel` (small-k results unchanged);
+a larger one is searched for twin classes (:func:`designer.symmetry.classes.twin_classes`)
+and solved by the orbit LP when E is row-constant on them; otherwise ("symmetry
+lost") enumeration runs and may refuse. An E given by classes (family parameters,
+class file) always uses the orbit LP.
+"""
+
+from __future__ import annotations
+
+from designer.symmetry.classes import ClassStructure, twin_classes
+from designer.symmetry.orbits import SymmetryLostError, enumerate_orbits, row_levels
+
+#: Dense E up to this many symbols are enumerated under ``auto`` (classic LDP: 65,534 vertices).
+ENUMERATION_K = 16
+
+
+def symmetric_structure(privacy, prior=None, alternative=None, method: str = "auto") -> tuple[ClassStructure | None, str]:
+    """The class structure to design with (None: enumerate), and a note saying which method runs and why."""
+    if method == "enumerate" or (method == "auto" and privacy.k <= ENUMERATION_K):
+        return None, "vertex enumeration"
+    structure = twin_classes(privacy, prior, alternative)
+    try:
+        epsilon, components = row_levels(structure)
+        enumerate_orbits(structure, epsilon, components)
+    except SymmetryLostError as error:
+        if method == "symmetry":
+            raise
+        return None, f"symmetry lost ({structure.r} twin classes: {error}); vertex enumeration"
+    return structure, f"symmetry: {structure.r} twin classes of sizes {_sizes(structure)}, orbit LP"
+
+
+def _sizes(structure: ClassStructure) -> str:
+    sizes = structure.sizes.tolist()
+    return ", ".join(map(str, sizes[:6])) + (", ..." if len(sizes) > 6 else "")
