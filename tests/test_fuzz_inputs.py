@@ -36,6 +36,7 @@ GOOD = {
     "records": "s,u\na,x\na,y\nb,x\nb,y\na,x\nb,y\n",
     "Q4": "0.4,0.2,0.2,0.2\n0.2,0.4,0.2,0.2\n0.2,0.2,0.4,0.2\n0.2,0.2,0.2,0.4\n",
     "reports": "0,0\n1,1\n2,2\n0,1\n",
+    "counted": "y\n0\n1\n2\n0\n",
 }
 
 #: (name, arguments with FILE for the fuzzed input, the output the command would write, numeric?)
@@ -68,6 +69,13 @@ SLOTS = [
     ("package sign", ["package", "--E", "{E}", "--channel", "{Q}", "--out", "OUT", "--sign", "FILE"], "OUT", False),
     ("audit E", ["audit", "--E", "FILE", "--reports", "{reports}", "--seed", "0"], None, True),
     ("audit declared", ["audit", "--E", "{E}", "--reports", "{reports}", "--declared", "FILE", "--seed", "0"], None, True),
+    ("audit reports", ["audit", "--E", "{E}", "--reports", "FILE", "--seed", "0"], None, False),
+    ("estimate mechanism", ["estimate", "--mechanism", "FILE", "--reports", "{counted}"], None, False),
+    ("estimate reports", ["estimate", "--mechanism", "{package}", "--reports", "FILE"], None, False),
+    ("shuffle channel", ["shuffle", "--channel", "FILE", "--n", "100", "--delta", "1e-6"], None, True),
+    ("shuffle package", ["shuffle", "--package", "FILE", "--n", "100", "--delta", "1e-6"], None, False),
+    ("design classes", ["design", "--classes", "FILE", "--out", "OUT"], "OUT", False),
+    ("sweep plan", ["sweep", "FILE", "--out", "OUT"], "OUT", False),
 ]
 
 #: Cells no numeric reader accepts, in any mode (each makes a file bad input).
