@@ -36,7 +36,7 @@ def test_python_sampler_verdicts_and_exit_codes(files):
     honest = audit("--E", files["E1"], *common)
     assert honest.exit_code == 0, honest.output
     assert "NO VIOLATION FOUND" in honest.stdout and "not a certificate" in honest.stdout
-    assert "largest lower bound" in honest.stdout and "power:" in honest.stdout
+    assert "largest lower bound" in honest.stdout and "power, per tested pair" in honest.stdout
     strict = audit("--E", files["E08"], *common)
     assert strict.exit_code == 1, strict.output
     assert "VIOLATED" in strict.stdout and "violated: x=" in strict.stdout

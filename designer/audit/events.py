@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from designer.audit.sources import call_user
 from designer.audit.statistics import log_ratio_lower_bound
 
 #: Output spaces up to this many distinct reports are audited output by output.
@@ -342,10 +343,7 @@ class SupportSpace(CellSpace):
     def supports(self, reports: np.ndarray, z: int) -> np.ndarray:
         """``support(reports, z, **arguments)`` checked: one boolean per report."""
         n = len(reports)
-        try:
-            answer = np.asarray(self.support(reports, z, **self.arguments))
-        except Exception as error:
-            raise ValueError(f"the support function raised {type(error).__name__} for input {z}: {error}") from None
+        answer = np.asarray(call_user(self.support, f"the support function (input {z})", reports, z, **self.arguments))
         if answer.shape != (n,):
             raise ValueError(f"the support function returned shape {answer.shape} for {n} reports, expected ({n},)")
         return answer.astype(bool)

@@ -32,6 +32,7 @@ import numpy as np
 
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
 from designer.audit.power import POWER, detectable_excess
+from designer.audit.sources import unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
     excess_p_value,
@@ -66,6 +67,7 @@ class PairResult:
     p_value: float
     violated: bool
     predicted_lower_bound: float
+    detectable_excess: float = math.inf
 
     @property
     def log_ratio(self) -> float:
@@ -90,6 +92,7 @@ class PairResult:
             "lower_bound": _number(self.lower_bound),
             "p_value": self.p_value,
             "violated": self.violated,
+            "detectable_excess": _number(self.detectable_excess),
         }
 
 
@@ -111,9 +114,11 @@ class AuditResult:
     reports_per_input : dict[int, int]
     train_fraction : float
     detectable_excess : float
-        Smallest ``delta`` such that a log-ratio ``E + delta`` of the best pair's
-        event (its probability under x held fixed) would have been detected with
+        The best pair's :attr:`PairResult.detectable_excess`: the smallest
+        ``delta`` such that a log-ratio ``E + delta`` on an event of the kind and
+        probability under x of that pair's witness would have been detected with
         probability :data:`~designer.audit.power.POWER` (normal approximation).
+        It says nothing of events the attacks cannot express.
     space : EventSpace
     outputs : OutputSpace or None
         The finite output space when the reports have one (for :mod:`designer.audit.loop`).
@@ -159,7 +164,8 @@ class AuditResult:
             "train_fraction": self.train_fraction,
             "largest_lower_bound": _number(self.best.lower_bound),
             "largest_lower_bound_pair": [self.best.x, self.best.x_prime],
-            "detectable_excess": _number(self.detectable_excess),
+            # a power statement is reassurance: none next to a violation
+            "detectable_excess": None if self.violated else _number(self.detectable_excess),
             "detection_probability": POWER,
             "violations": [pair.to_dict() for pair in self.violations],
             "pairs": [pair.to_dict() for pair in self.pairs],
@@ -217,6 +223,7 @@ def audit_reports(
     check_settings(confidence, correction, max_pairs, train_fraction)
     k = privacy.k
     rng = np.random.default_rng(rng)
+    reports = unify_reports(reports)
     train, test = {}, {}
     for x, values in sorted(reports.items()):
         if not 0 <= x < k:
@@ -260,19 +267,21 @@ def audit_reports(
     reject = holm_rejections if correction == "holm" else bonferroni_rejections
     rejected = reject(p_values, 1 - confidence)
 
+    excesses = [
+        detectable_excess(counts_x[i] / trials_x[i], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error)
+        for i in range(len(order))
+    ]
     pairs = [
         PairResult(
             x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
             count_x=int(counts_x[i]), trials_x=int(trials_x[i]), count_other=int(counts_other[i]),
             trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
             violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
+            detectable_excess=excesses[i],
         )
         for i, (x, x_prime) in enumerate(order)
     ]
     pairs.sort(key=lambda pair: -(pair.lower_bound - pair.allowed))
-    best = pairs[0]
-    probability = best.count_x / best.trials_x
-    excess = detectable_excess(probability, best.trials_x, best.trials_other, best.allowed, error)
     outputs = output_component(space)
     everything = {}
     if outputs is not None:
@@ -287,7 +296,7 @@ def audit_reports(
         event_space=space.kind,
         reports_per_input={x: len(values) for x, values in reports.items()},
         train_fraction=train_fraction,
-        detectable_excess=excess,
+        detectable_excess=pairs[0].detectable_excess,
         space=space,
         outputs=None if outputs is None else outputs[1],
         encoded=everything,

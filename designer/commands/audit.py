@@ -37,7 +37,9 @@ def audit_command(
     reports_file: Path = typer.Option(None, "--reports", help="A file of input,report lines."),
     support: str = typer.Option(None, "--support", help="Support function module:function, f(reports, z, **args) -> bools (hashed reports)."),
     reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
-    seconds: float = typer.Option(None, "--seconds", help="Draw reports for this many seconds instead."),
+    seconds: float = typer.Option(None, "--seconds", help="Spend this many seconds on the whole audit instead."),
+    max_memory: float = typer.Option(2.0, "--max-memory", help="GB the reports may take (a larger budget is refused up front)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds a --command program may take per batch of inputs."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
     max_pairs: int = typer.Option(8, "--max-pairs", help="Pairs tested, chosen on the training split (0: all)."),
@@ -96,8 +98,8 @@ def audit_command(
         source = ReportFile(reports_file, k)
         reports = source.reports
     else:
-        budget = Budget(reports_per_input, seconds)
-        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command)
+        budget = Budget(reports_per_input, seconds, max_memory * 2**30)
+        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command, timeout)
         with Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
             console=console, transient=True, disable=not console.is_terminal,
@@ -109,12 +111,13 @@ def audit_command(
         reports, privacy, confidence=confidence, correction=correction.value, max_pairs=max_pairs,
         train_fraction=train_fraction, rng=rng, support=support_function, support_arguments=extra, alphabet=alphabet,
     )
-    estimate = loop = None
+    estimate = loop = hint = None
     if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
         counts = output_counts(result.encoded, k, result.outputs.n_outputs)
         estimate = estimate_channel(counts, confidence)
         if declared_channel is not None:
             loop = close_loop(counts, declared_channel, privacy, confidence)
+            hint = rounding_hint(declared_channel, privacy, loop.certificate)
     elif declared_channel is not None:
         raise ValueError("--declared needs reports of every input (the channel is tested row by row)")
     if channel_out is not None:
@@ -134,9 +137,12 @@ def audit_command(
             payload["outputs"] = [_label(value) for value in result.outputs.values]
         if loop is not None:
             payload["declared"] = {"file": str(declared), **loop.to_dict()}
+            if hint:
+                payload["declared"]["hint"] = hint
         print_json(payload)
     else:
-        _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing)
+        _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing,
+                hint)
     if result.violated:
         raise typer.Exit(VIOLATED)
     if loop is not None and not loop.closed:
@@ -144,9 +150,7 @@ def audit_command(
 
 
 def _report(result, estimate, loop, source: str, e_name: str, declared: Path | None, out: Console,
-            missing: list[int]) -> None:
-    from designer.audit.power import POWER
-
+            missing: list[int], hint: str | None) -> None:
     colour = "red" if result.violated else "green"
     out.print(f"[bold {colour}]{result.verdict.upper()}[/]: {escape(source)} against E = {escape(e_name)}")
     counts = list(result.reports_per_input.values())
@@ -175,12 +179,7 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
             f"{best.count_other}/{best.trials_other}"
         ))
         out.print("  no violation found is not a certificate: sampling cannot prove privacy")
-    excess = result.detectable_excess
-    power = f"{excess:.3g}" if math.isfinite(excess) else "no finite excess"
-    out.print(
-        f"  power: {power} over E would have been detected with probability {POWER:g} "
-        "(best pair's event, normal approximation)"
-    )
+        _report_power(result, out)
     if estimate is not None:
         shape = estimate.matrix.shape
         out.print(
@@ -198,8 +197,53 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
         certificate = loop.certificate
         state = "is E-LDP (exact proof)" if certificate.certified else "is NOT E-LDP (exact)"
         out.print(escape(f"  {declared} {state}: margin {certificate.margin:.6g}"))
+        if hint:
+            out.print(escape(f"  hint: {hint}"))
         if loop.closed:
             out.print("  [bold green]loop closed[/]: the code matches this matrix, and this matrix is E-LDP")
+
+
+def _report_power(result, out: Console) -> None:
+    """Power per tested pair, for the kind of event its attack found (never next to a violation)."""
+    from designer.audit.power import POWER
+
+    finite = [pair for pair in result.pairs if math.isfinite(pair.detectable_excess)]
+    if not finite:
+        out.print("  power: no tested pair's event would reveal a finite excess over E at this budget")
+        return
+    finite.sort(key=lambda pair: pair.detectable_excess)
+    low, high = finite[0], finite[-1]
+    out.print(escape(
+        f"  power, per tested pair, for events of the kind its attack found (as likely under x as its witness): "
+        f"an excess over E of {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to "
+        f"{high.detectable_excess:.3g} (x={high.x} x'={high.x_prime}) would have been detected with probability "
+        f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
+        "untested pairs or for events the attacks cannot express"
+    ))
+
+
+def rounding_hint(declared, privacy, certificate) -> str | None:
+    """Why a decimal matrix failed, when it fails only by the rounding of its decimals."""
+    from designer.certify import certify
+
+    if certificate.certified or not declared.is_exact:
+        return None
+    denominators = [value.denominator for value in declared.exact_matrix.ravel()]
+    if not any(_is_decimal_denominator(d) and d > 1 for d in denominators):
+        return None
+    if not certify(declared.matrix, privacy).certified:
+        return None
+    return (
+        f"the matrix fails only by the rounding of its decimals (margin {certificate.margin:.3g}): decimals are "
+        "read exactly as written; write the entries as fractions (e.g. 1/3) to certify the intended matrix"
+    )
+
+
+def _is_decimal_denominator(denominator: int) -> bool:
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
 
 
 def _label(value):
