@@ -41,9 +41,9 @@ def check(honest, strict, space: str):
     assert witness.log_ratio == pytest.approx(1.0, abs=0.12)  # every one of these protocols is exactly 1-LDP
 
 
-PURE_LDP = [("DE", "outputs"), ("OUE", "classifier"), ("SUE", "classifier"), ("HE", "classifier"),
+PURE_LDP = [("DE", "outputs"), ("OUE", "coordinates"), ("SUE", "coordinates"), ("HE", "coordinates"),
             ("HR", "outputs"), ("OLH", "support")]
-MULTI_FREQ_LDPY = [("GRR", "outputs"), ("OUE", "classifier"), ("SUE", "classifier"), ("HE", "classifier"),
+MULTI_FREQ_LDPY = [("GRR", "outputs"), ("OUE", "coordinates"), ("SUE", "coordinates"), ("HE", "coordinates"),
                    ("OLH", "support")]
 
 

@@ -70,6 +70,8 @@ class Event:
     cell_map: CellMap
     chosen: np.ndarray
     predicted_lower_bound: float
+    attack: str = ""
+    summary: str | None = None
 
     def mask(self, encoded: np.ndarray) -> np.ndarray:
         """Which reports (encoded) fall in the event."""
@@ -80,13 +82,16 @@ class Event:
 
     @property
     def description(self) -> str:
+        if self.summary is not None:
+            return self.summary
         shown = [self.cell_map.describe_cell(int(cell)) for cell in self.chosen[:4]]
         more = f" or ... ({len(self.chosen)} cells)" if len(self.chosen) > 4 else ""
         return " or ".join(shown) + more
 
 
 def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, error: float,
-                  test_x: int | None = None, test_other: int | None = None) -> tuple[np.ndarray, float]:
+                  test_x: int | None = None, test_other: int | None = None,
+                  order: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """The top cells by estimated ratio, as many as maximise the bound; and an honest prediction of it.
 
     The training reports are halved. The first halves choose the event: cells
@@ -105,6 +110,9 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
         The error of the test's lower bound (:func:`log_ratio_lower_bound`).
     test_x, test_other : int, optional
         Sizes of the fresh split (default: the halves' sizes).
+    order : int array, optional
+        A fixed order of the cells (a threshold on a score: the cells from the
+        highest score down); only the prefix length is chosen on the data.
 
     Returns
     -------
@@ -120,10 +128,11 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
     seen = np.flatnonzero(counts_x > 0)
     if seen.size == 0:
         return np.zeros(0, dtype=np.int64), -np.inf
-    ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (rank_x.size + 1)) - np.log(
-        (counts_other[seen] + RANK_SMOOTHING) / (rank_other.size + 1)
-    )
-    order = seen[np.argsort(-ratio, kind="stable")]
+    if order is None:
+        ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (rank_x.size + 1)) - np.log(
+            (counts_other[seen] + RANK_SMOOTHING) / (rank_other.size + 1)
+        )
+        order = seen[np.argsort(-ratio, kind="stable")]
     chosen = order[: _best_prefix(counts_x[order], rank_x.size, counts_other[order], rank_other.size, error,
                                   test_x, test_other)].astype(np.int64)
     inside_x = np.isin(check_x, chosen).sum()
@@ -174,7 +183,7 @@ class CellSpace(EventSpace):
         chosen, predicted = best_cell_set(
             cell_map.cells(train_x), cell_map.cells(train_other), cell_map.n_cells, error, test_x, test_other
         )
-        return Event(cell_map, chosen, predicted)
+        return Event(cell_map, chosen, predicted, attack=self.kind)
 
 
 class OutputSpace(CellSpace):
@@ -227,7 +236,7 @@ class OutputSpace(CellSpace):
 class CoordinateSpace(CellSpace):
     """Vector reports cut into per-coordinate bins; per pair, cells on the most telling coordinates."""
 
-    kind = "classifier"
+    kind = "coordinates"
 
     def __init__(self, train_reports: list[np.ndarray]):
         pooled = np.concatenate([np.asarray(r, float).reshape(len(r), -1) for r in train_reports])
@@ -381,7 +390,7 @@ class EitherSpace(EventSpace):
         index, event = best
         inner = event.cell_map
         cell_map = CellMap(lambda encoded: inner.cells(encoded[index]), inner.n_cells, inner.describe_cell)
-        return Event(cell_map, event.chosen, event.predicted_lower_bound)
+        return Event(cell_map, event.chosen, event.predicted_lower_bound, attack=event.attack, summary=event.summary)
 
     def component(self, kind: type) -> tuple[int, EventSpace] | None:
         """The first space of this type and its position in the encodings."""

@@ -201,7 +201,8 @@ def unify_reports(reports: dict[int, np.ndarray], label: str = "input") -> dict[
     Vector reports must have the same length for every input (the first input
     of another length is named).
     """
-    arrays = {x: values for x, values in reports.items()}
+    arrays = {x: values if isinstance(values, np.ndarray) else as_report_array(values, len(values), f"{label} {x}")
+              for x, values in reports.items()}
     shapes = {x: values.shape[1:] for x, values in arrays.items()}
     first = next(iter(shapes.values()), ())
     for x, shape in shapes.items():

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
 from designer.audit.power import POWER, detectable_excess
 from designer.audit.sources import unify_reports
@@ -68,6 +69,7 @@ class PairResult:
     violated: bool
     predicted_lower_bound: float
     detectable_excess: float = math.inf
+    attack: str = ""
 
     @property
     def log_ratio(self) -> float:
@@ -83,6 +85,7 @@ class PairResult:
             "x": self.x,
             "x_prime": self.x_prime,
             "E": _number(self.allowed),
+            "attack": self.attack,
             "event": self.event,
             "count_x": self.count_x,
             "reports_x": self.trials_x,
@@ -195,6 +198,9 @@ def audit_reports(
     support: Callable | None = None,
     support_arguments: dict | None = None,
     alphabet: int | None = None,
+    attacks: tuple[str, ...] | None = None,
+    features: Callable | None = None,
+    features_arguments: dict | None = None,
 ) -> AuditResult:
     """Test E-LDP on reports of every input (see the module docstring).
 
@@ -215,6 +221,11 @@ def audit_reports(
         Events from the support of hashed reports (:class:`~designer.audit.events.SupportSpace`).
     alphabet : int, optional
         Declared output alphabet ``0..alphabet-1``: a report outside it is an error.
+    attacks : tuple of "logistic", "boosted", optional
+        Learned attacks (:mod:`designer.audit.attacks`) added to the event space; ``()``: none;
+        default :func:`~designer.audit.attacks.default_attacks` of the number of reports.
+    features : callable ``features(reports, **features_arguments) -> (n, f) numbers``, optional
+        Domain features appended to the learned attacks' features.
 
     Returns
     -------
@@ -234,6 +245,11 @@ def audit_reports(
         cut = min(max(1, int(train_fraction * len(values))), len(values) - 1)
         train[x], test[x] = shuffled[:cut], shuffled[cut:]
     space = choose_space(list(train.values()), [reports[x] for x in train], support, support_arguments, k, alphabet)
+    if attacks is None:
+        attacks = default_attacks(sum(len(values) for values in reports.values()))
+    learned = learned_space(train, tuple(attacks), features, features_arguments, int(rng.integers(2**31)))
+    if learned is not None:
+        space = EitherSpace((space.spaces if isinstance(space, EitherSpace) else [space]) + [learned])
     encoded_train = {x: space.encode(values) for x, values in train.items()}
     encoded_test = {x: space.encode(values) for x, values in test.items()}
 
@@ -277,7 +293,7 @@ def audit_reports(
             count_x=int(counts_x[i]), trials_x=int(trials_x[i]), count_other=int(counts_other[i]),
             trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
             violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
-            detectable_excess=excesses[i],
+            detectable_excess=excesses[i], attack=events[x, x_prime].attack,
         )
         for i, (x, x_prime) in enumerate(order)
     ]

@@ -36,6 +36,8 @@ def audit_command(
     command: str = typer.Option(None, "--command", help="A program: reads one input per line on stdin, writes one report per line."),
     reports_file: Path = typer.Option(None, "--reports", help="A file of input,report lines."),
     support: str = typer.Option(None, "--support", help="Support function module:function, f(reports, z, **args) -> bools (hashed reports)."),
+    attacks: str = typer.Option(None, "--attacks", help="Learned attacks: logistic,boosted or none (default: both up to 400,000 reports, then logistic)."),
+    features: str = typer.Option(None, "--features", help="User features module:function, f(reports, **args) -> one row of numbers per report."),
     reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
     seconds: float = typer.Option(None, "--seconds", help="Spend this many seconds on the whole audit instead."),
     max_memory: float = typer.Option(2.0, "--max-memory", help="GB the reports may take (a larger budget is refused up front)."),
@@ -73,8 +75,9 @@ def audit_command(
     chosen = [option for option, value in (("--sampler", sampler), ("--command", command), ("--reports", reports_file)) if value]
     if len(chosen) != 1:
         raise ValueError("give exactly one source of reports: --sampler, --command or --reports")
-    if arguments and not (sampler or support):
-        raise ValueError("--arg applies to --sampler and --support")
+    if arguments and not (sampler or support or features):
+        raise ValueError("--arg applies to --sampler, --support and --features")
+    chosen_attacks = parse_attacks(attacks)
     if alphabet is not None and alphabet < 1:
         raise ValueError(f"--alphabet must be >= 1, got {alphabet}")
     check_settings(confidence, correction.value, max_pairs, train_fraction)
@@ -89,6 +92,7 @@ def audit_command(
         alphabet = declared_channel.n_outputs
     extra = parse_arguments(arguments)
     support_function = load_callable(support, "support function") if support else None
+    features_function = load_callable(features, "features function") if features else None
     rng = np.random.default_rng(seed)
     console = Console(stderr=True)
 
@@ -110,6 +114,7 @@ def audit_command(
     result = audit_reports(
         reports, privacy, confidence=confidence, correction=correction.value, max_pairs=max_pairs,
         train_fraction=train_fraction, rng=rng, support=support_function, support_arguments=extra, alphabet=alphabet,
+        attacks=chosen_attacks, features=features_function, features_arguments=_accepted(features_function, extra),
     )
     estimate = loop = hint = None
     if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
@@ -244,6 +249,33 @@ def _is_decimal_denominator(denominator: int) -> bool:
         while denominator % prime == 0:
             denominator //= prime
     return denominator == 1
+
+
+def parse_attacks(text: str | None) -> tuple[str, ...] | None:
+    """``--attacks``: None (the default set), ``()`` for ``none``, else the named models."""
+    from designer.audit.attacks import MODELS
+
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if names == ("none",):
+        return ()
+    unknown = [name for name in names if name not in MODELS]
+    if unknown or not names:
+        raise ValueError(f"--attacks {text!r}: expected none or a comma-separated subset of {', '.join(MODELS)}")
+    return names
+
+
+def _accepted(function, arguments: dict) -> dict:
+    """The ``--arg`` values a function takes by name (all of them if it takes ``**keywords``)."""
+    import inspect
+
+    if function is None:
+        return {}
+    parameters = inspect.signature(function).parameters
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return arguments
+    return {key: value for key, value in arguments.items() if key in parameters}
 
 
 def _label(value):
