@@ -24,7 +24,8 @@ def test_best_cell_set_finds_the_neyman_pearson_set():
     p_other[2:] += (1 - p_other.sum()) / 3
     cells_x = rng.choice(5, 20000, p=p_x)
     cells_other = rng.choice(5, 20000, p=p_other)
-    chosen, predicted = best_cell_set(cells_x, cells_other, 5, 0.05, 20000, 20000)
+    chosen, predicted, held_out = best_cell_set(cells_x, cells_other, 5, 0.05, 20000, 20000)
+    assert held_out < predicted  # the same proportions on 10,000 instead of 20,000 reports
     assert sorted(chosen.tolist()) == [0, 1]
     assert predicted == pytest.approx(1.0, abs=0.12)
     assert best_cell_set(np.zeros(0, int), cells_other, 5, 0.05)[1] == -math.inf

@@ -36,7 +36,7 @@ def check(honest, strict, space: str):
     assert strict.verdict == "violated"
     # the power statement, per pair: the best-powered tested pair detects 0.25 over E at this budget
     assert min(pair.detectable_excess for pair in honest.pairs) < 0.25
-    assert honest.event_space == strict.event_space == space
+    assert honest.event_space == strict.event_space == space + "+learned"
     witness = strict.violations[0]
     assert witness.log_ratio == pytest.approx(1.0, abs=0.12)  # every one of these protocols is exactly 1-LDP
 

@@ -143,7 +143,7 @@ class LearnedSpace(EventSpace):
         for model in range(len(self.models)):
             event = self._select(model, x, x_prime, train_x.second_half(), train_other.second_half(), error,
                                  test_x, test_other)
-            if best is None or event.predicted_lower_bound > best.predicted_lower_bound:
+            if best is None or event.held_out_bound > best.held_out_bound:
                 best = event
         return best
 
@@ -158,13 +158,14 @@ class LearnedSpace(EventSpace):
             return np.searchsorted(edges, self.pair_score(encoded, model, x, x_prime), side="right")
 
         n_cells = edges.size + 1
-        chosen, predicted = best_cell_set(np.searchsorted(edges, score_x, side="right"),
+        chosen, predicted, held_out = best_cell_set(np.searchsorted(edges, score_x, side="right"),
                                           np.searchsorted(edges, score_other, side="right"), n_cells, error,
                                           test_x, test_other, order=np.arange(n_cells)[::-1])
         lowest = int(chosen.min()) if chosen.size else n_cells
         threshold = "-inf" if lowest == 0 else f"{edges[lowest - 1]:.4g}"
         summary = f"{name} score log P({x}|y)/P({x_prime}|y) >= {threshold}"
-        return Event(CellMap(cells, n_cells, lambda cell: summary), chosen, predicted, attack=name, summary=summary)
+        return Event(CellMap(cells, n_cells, lambda cell: summary), chosen, predicted, held_out, attack=name,
+                     summary=summary)
 
 
 def default_attacks(total_reports: int) -> tuple[str, ...]:

@@ -70,6 +70,7 @@ class Event:
     cell_map: CellMap
     chosen: np.ndarray
     predicted_lower_bound: float
+    held_out_bound: float = -np.inf
     attack: str = ""
     summary: str | None = None
 
@@ -116,7 +117,9 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
 
     Returns
     -------
-    (chosen cells, predicted lower bound of log P(S|x)/P(S|x') on the fresh split)
+    (chosen cells, predicted lower bound of log P(S|x)/P(S|x') on the fresh split,
+    the lower bound on the second halves at their own sizes — an honest, noise-penalised
+    score that compares event spaces whose second halves differ in size)
     """
     half_x, half_other = max(cells_x.size // 2, 1), max(cells_other.size // 2, 1)
     rank_x, rank_other = cells_x[:half_x], cells_other[:half_other]
@@ -127,7 +130,7 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
     counts_other = np.bincount(rank_other, minlength=n_cells).astype(float)
     seen = np.flatnonzero(counts_x > 0)
     if seen.size == 0:
-        return np.zeros(0, dtype=np.int64), -np.inf
+        return np.zeros(0, dtype=np.int64), -np.inf, -np.inf
     if order is None:
         ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (rank_x.size + 1)) - np.log(
             (counts_other[seen] + RANK_SMOOTHING) / (rank_other.size + 1)
@@ -138,7 +141,8 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
     inside_x = np.isin(check_x, chosen).sum()
     inside_other = np.isin(check_other, chosen).sum()
     predicted = _scaled_bound(inside_x, check_x.size, inside_other, check_other.size, error, test_x, test_other)
-    return chosen, float(predicted)
+    held_out = log_ratio_lower_bound(inside_x, check_x.size, inside_other, check_other.size, error)
+    return chosen, float(predicted), float(held_out)
 
 
 def _scaled_bound(count_x, size_x, count_other, size_other, error, test_x, test_other):
@@ -180,10 +184,10 @@ class CellSpace(EventSpace):
     def select(self, x: int, x_prime: int, train_x, train_other, error: float,
                test_x: int | None = None, test_other: int | None = None) -> Event:
         cell_map = self.cell_map(x, x_prime, train_x, train_other)
-        chosen, predicted = best_cell_set(
+        chosen, predicted, held_out = best_cell_set(
             cell_map.cells(train_x), cell_map.cells(train_other), cell_map.n_cells, error, test_x, test_other
         )
-        return Event(cell_map, chosen, predicted, attack=self.kind)
+        return Event(cell_map, chosen, predicted, held_out, attack=self.kind)
 
 
 class OutputSpace(CellSpace):
@@ -372,7 +376,13 @@ class SupportSpace(CellSpace):
 
 
 class EitherSpace(EventSpace):
-    """Several event spaces at once; per pair, the one whose event predicts the larger bound on training."""
+    """Several event spaces at once; per pair, the one whose event has the larger held-out bound on training.
+
+    The held-out bound (at the held-out part's own size) rather than the
+    prediction scaled to the fresh split: a space whose held-out part is
+    smaller (the learned attacks spend half of the training split on fitting)
+    predicts more noisily, and the largest of noisy predictions is optimistic.
+    """
 
     def __init__(self, spaces: list[EventSpace]):
         self.spaces = spaces
@@ -385,12 +395,13 @@ class EitherSpace(EventSpace):
         best = None
         for index, space in enumerate(self.spaces):
             event = space.select(x, x_prime, train_x[index], train_other[index], error, test_x, test_other)
-            if best is None or event.predicted_lower_bound > best[1].predicted_lower_bound:
+            if best is None or event.held_out_bound > best[1].held_out_bound:
                 best = index, event
         index, event = best
         inner = event.cell_map
         cell_map = CellMap(lambda encoded: inner.cells(encoded[index]), inner.n_cells, inner.describe_cell)
-        return Event(cell_map, event.chosen, event.predicted_lower_bound, attack=event.attack, summary=event.summary)
+        return Event(cell_map, event.chosen, event.predicted_lower_bound, event.held_out_bound, attack=event.attack,
+                     summary=event.summary)
 
     def component(self, kind: type) -> tuple[int, EventSpace] | None:
         """The first space of this type and its position in the encodings."""

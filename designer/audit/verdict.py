@@ -321,12 +321,15 @@ def audit_reports(
 
 def _screen(candidates: list, space: EventSpace, encoded_train: dict, allowed: np.ndarray) -> list:
     """All candidate pairs, or for a large k and an output space the most promising on training."""
-    if len(candidates) <= MAX_SCREENED_PAIRS or not isinstance(space, OutputSpace):
+    outputs = output_component(space)
+    if len(candidates) <= MAX_SCREENED_PAIRS or outputs is None:
         return candidates
     from solvers.maxplus import max_log_ratio
 
+    position, space = outputs
     inputs = sorted(encoded_train)
-    histograms = np.array([np.bincount(encoded_train[x], minlength=space.n_outputs) + 0.5 for x in inputs])
+    histograms = np.array([np.bincount(_part(encoded_train[x], position), minlength=space.n_outputs) + 0.5
+                           for x in inputs])
     ratios, _ = max_log_ratio(histograms / histograms.sum(axis=1, keepdims=True))
     position = {x: i for i, x in enumerate(inputs)}
     score = {pair: ratios[position[pair[0]], position[pair[1]]] - allowed[pair] for pair in candidates}
