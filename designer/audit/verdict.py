@@ -122,6 +122,9 @@ class AuditResult:
         probability under x of that pair's witness would have been detected with
         probability :data:`~designer.audit.power.POWER` (normal approximation).
         It says nothing of events the attacks cannot express.
+    lower_bounds : ndarray (k, k)
+        The empirical E matrix (:func:`lower_bound_matrix`): simultaneous lower
+        confidence bounds on every pair's privacy loss.
     space : EventSpace
     outputs : OutputSpace or None
         The finite output space when the reports have one (for :mod:`designer.audit.loop`).
@@ -137,6 +140,7 @@ class AuditResult:
     reports_per_input: dict[int, int]
     train_fraction: float
     detectable_excess: float
+    lower_bounds: np.ndarray = field(repr=False)
     space: EventSpace = field(repr=False)
     outputs: OutputSpace | None = field(repr=False, default=None)
     encoded: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
@@ -170,6 +174,7 @@ class AuditResult:
             # a power statement is reassurance: none next to a violation
             "detectable_excess": None if self.violated else _number(self.detectable_excess),
             "detection_probability": POWER,
+            "lower_bounds": [[_number(value) for value in row] for row in self.lower_bounds.tolist()],
             "violations": [pair.to_dict() for pair in self.violations],
             "pairs": [pair.to_dict() for pair in self.pairs],
         }
@@ -298,6 +303,7 @@ def audit_reports(
         for i, (x, x_prime) in enumerate(order)
     ]
     pairs.sort(key=lambda pair: -(pair.lower_bound - pair.allowed))
+    lower_bounds = lower_bound_matrix(k, screened, events, encoded_test, {x: len(test[x]) for x in test}, confidence)
     outputs = output_component(space)
     everything = {}
     if outputs is not None:
@@ -313,10 +319,35 @@ def audit_reports(
         reports_per_input={x: len(values) for x, values in reports.items()},
         train_fraction=train_fraction,
         detectable_excess=pairs[0].detectable_excess,
+        lower_bounds=lower_bounds,
         space=space,
         outputs=None if outputs is None else outputs[1],
         encoded=everything,
     )
+
+
+def lower_bound_matrix(k: int, pairs: list, events: dict, encoded_test: dict, sizes: dict, confidence: float) -> np.ndarray:
+    """``L[x, x']``: lower confidence bounds on the privacy loss ``sup_S log P(S|x)/P(S|x')``, all pairs at once.
+
+    Each pair's event (chosen on training) is counted on the fresh split; the
+    Clopper–Pearson bound of its log-ratio at error ``(1 - confidence) / len(pairs)``
+    (Bonferroni) holds for all pairs together with probability at least
+    ``confidence`` — LDP-Auditor's empirical epsilon for every pair. The loss is
+    at least 0 (the whole output space has ratio 1), so ``L >= 0``; pairs not
+    audited (E infinite, no reports, not screened) stay at 0.
+    """
+    lower = np.zeros((k, k))
+    if not pairs:
+        return lower
+    error = (1 - confidence) / len(pairs)
+    counts_x = np.array([events[pair].count(encoded_test[pair[0]]) for pair in pairs])
+    counts_other = np.array([events[pair].count(encoded_test[pair[1]]) for pair in pairs])
+    trials_x = np.array([sizes[x] for x, _ in pairs])
+    trials_other = np.array([sizes[x_prime] for _, x_prime in pairs])
+    bounds = log_ratio_lower_bound(counts_x, trials_x, counts_other, trials_other, error)
+    rows, columns = np.array(pairs).T
+    lower[rows, columns] = np.maximum(bounds, 0.0)
+    return lower
 
 
 def _screen(candidates: list, space: EventSpace, encoded_train: dict, allowed: np.ndarray) -> list:

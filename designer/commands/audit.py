@@ -49,6 +49,7 @@ def audit_command(
     alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
+    lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -132,6 +133,8 @@ def audit_command(
             )
         write_matrix_csv(channel_out, estimate.matrix)
 
+    if lower_bounds_out is not None:
+        write_matrix_csv(lower_bounds_out, result.lower_bounds)
     missing = getattr(source, "missing", [])  # inputs of a --reports file without reports
     if as_json:
         payload = {"source": source.description, "E": str(e_file), "k": k, **result.to_dict()}
