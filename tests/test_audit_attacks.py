@@ -103,3 +103,42 @@ def test_command_line_attacks_and_features(tmp_path):
     assert blind.exit_code == 0 and json.loads(blind.stdout)["event_space"] == "outputs"
     wrong = runner.invoke(app, [*common, "--attacks", "forest"])
     assert wrong.exit_code == 2 and "--attacks 'forest'" in wrong.output
+
+
+def test_false_alarms_of_correct_clients_with_every_attack():
+    """40 audits of correct GRR, unary-encoding, local-hashing and Laplace-histogram clients (k = 4, 600 reports
+    per input, both learned attacks on): at confidence 0.95 at most 5% false alarms are allowed, so more than 4
+    of 40 fails (the long version, 200 seeds per client, is in benchmarks/bench_audit.py)."""
+    k, eps = 4, 1.0
+    q = 1 / (math.e + 1)
+
+    def grr(x, n, rng):
+        keep = rng.random(n) < math.e / (math.e + k - 1)
+        other = rng.integers(0, k - 1, n)
+        return np.where(keep, x, other + (other >= x))
+
+    def unary(x, n, rng):
+        bits = (rng.random((n, k)) < q).astype(np.int8)
+        bits[:, x] = rng.random(n) < 0.5
+        return bits
+
+    def hashing(x, n, rng):
+        seeds = rng.integers(0, 2**40, n)
+        hashed = (seeds * 2654435761 + x * 40503) % 4 % 3
+        keep = rng.random(n) < math.e / (math.e + 2)
+        other = rng.integers(0, 2, n)
+        return np.stack([np.where(keep, hashed, other + (other >= hashed)), seeds], axis=1)
+
+    def histogram(x, n, rng):
+        values = rng.laplace(scale=2 / eps, size=(n, k))
+        values[:, x] += 1
+        return values
+
+    alarms = 0
+    for seed in range(40):
+        sampler = (grr, unary, hashing, histogram)[seed % 4]
+        result = audit_reports(draw(sampler, k, 600, seed), PrivacyMatrix.classic(k, eps), rng=seed,
+                               attacks=("logistic", "boosted"))
+        alarms += result.violated
+        assert np.all(result.lower_bounds <= eps + 0.5)
+    assert alarms <= 4

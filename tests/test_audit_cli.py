@@ -177,7 +177,9 @@ def test_lower_bound_matrix_is_written_and_in_json(files):
     out = files["dir"] / "L.csv"
     arguments = ["--E", files["E1"], "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
                  "--reports-per-input", 20000, "--seed", 6, "--attacks", "none"]
-    result = audit(*arguments, "--lower-bounds-out", out, "--json")
+    figure = files["dir"] / "L.png"
+    result = audit(*arguments, "--lower-bounds-out", out, "--json", "--plot", figure)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert result.exit_code == 0, result.output
     written = np.loadtxt(out, delimiter=",")
     carried = np.array(json.loads(result.stdout)["lower_bounds"], dtype=float)

@@ -50,6 +50,7 @@ def audit_command(
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
     lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
+    plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -135,6 +136,10 @@ def audit_command(
 
     if lower_bounds_out is not None:
         write_matrix_csv(lower_bounds_out, result.lower_bounds)
+    if plot is not None:
+        from designer.audit.plot import plot_lower_bounds
+
+        plot_lower_bounds(result.lower_bounds, privacy.epsilon, plot, f"{source.description} against {e_file}")
     missing = getattr(source, "missing", [])  # inputs of a --reports file without reports
     if as_json:
         payload = {"source": source.description, "E": str(e_file), "k": k, **result.to_dict()}
@@ -159,6 +164,8 @@ def audit_command(
 
 def _report(result, estimate, loop, source: str, e_name: str, declared: Path | None, out: Console,
             missing: list[int], hint: str | None) -> None:
+    import numpy as np
+
     colour = "red" if result.violated else "green"
     out.print(f"[bold {colour}]{result.verdict.upper()}[/]: {escape(source)} against E = {escape(e_name)}")
     counts = list(result.reports_per_input.values())
@@ -172,7 +179,7 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
         out.print(f"  note: no reports of inputs {missing[:20]}{' ...' if len(missing) > 20 else ''}: their pairs were not tested")
     for pair in result.violations[:10]:
         out.print(escape(
-            f"  violated: x={pair.x} x'={pair.x_prime} event {{{pair.event}}}: {pair.count_x}/{pair.trials_x} vs "
+            f"  violated: x={pair.x} x'={pair.x_prime} ({pair.attack}) event {{{pair.event}}}: {pair.count_x}/{pair.trials_x} vs "
             f"{pair.count_other}/{pair.trials_other}; log P(S|x)/P(S|x') estimated {pair.log_ratio:.4g} > "
             f"E = {pair.allowed:.4g}, p = {pair.p_value:.3g} ({result.correction}); "
             f"simultaneous lower bound {pair.lower_bound:.4g}"
@@ -188,6 +195,12 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
         ))
         out.print("  no violation found is not a certificate: sampling cannot prove privacy")
         _report_power(result, out)
+    off_diagonal = result.lower_bounds[~np.eye(len(result.lower_bounds), dtype=bool)]
+    if off_diagonal.size:
+        out.print(
+            f"  empirical E (simultaneous {result.confidence:g} lower bounds on every audited pair's privacy loss): "
+            f"{off_diagonal.min():.4g} to {off_diagonal.max():.4g} (--lower-bounds-out writes the matrix)"
+        )
     if estimate is not None:
         shape = estimate.matrix.shape
         out.print(
