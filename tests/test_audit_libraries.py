@@ -60,10 +60,10 @@ def test_multi_freq_ldpy_clients(protocol, space):
 
 
 def test_unary_encoding_witness_is_the_two_bits():
-    """OUE's witness: bit x set and bit x' clear, ratio (1 - q) / q = e^eps exactly."""
+    """OUE's witness among the fixed events: bit x set and bit x' clear, ratio (1 - q) / q = e^eps exactly."""
     source = PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "OUE", "eps": 1, "k": 6})
     reports = collect_reports(source, 6, Budget(6000), np.random.default_rng(1))
-    result = audit_reports(reports, PrivacyMatrix.classic(6, 0.7), rng=2)
+    result = audit_reports(reports, PrivacyMatrix.classic(6, 0.7), rng=2, attacks=())
     assert result.violated
     pair = result.violations[0]
     assert pair.event == f"(report[{min(pair.x, pair.x_prime)}] = {int(pair.x < pair.x_prime)} and " \
@@ -80,11 +80,11 @@ def test_pre_fix_pure_ldp_oue_is_caught_and_the_fix_passes():
     for name, verdict in (("sampler", "violated"), ("fixed_sampler", "no violation found")):
         source = PythonSampler(f"{FIXTURE}:{name}", {"eps": 1.0, "k": K})
         reports = collect_reports(source, K, Budget(4000), np.random.default_rng(7))
-        result = audit_reports(reports, privacy, rng=8)
+        result = audit_reports(reports, privacy, rng=8, attacks=("logistic",))
         assert result.verdict == verdict
     assert result.best.log_ratio < 1.15
     buggy = audit_reports(collect_reports(PythonSampler(f"{FIXTURE}:sampler", {"eps": 1.0, "k": K}), K, Budget(4000),
-                                          np.random.default_rng(7)), privacy, rng=8)
+                                          np.random.default_rng(7)), privacy, rng=8, attacks=("logistic",))
     assert buggy.violations[0].log_ratio == pytest.approx(expected, abs=0.15)
     assert buggy.violations[0].lower_bound > 1.0
 
