@@ -143,7 +143,7 @@ class LearnedSpace(EventSpace):
         for model in range(len(self.models)):
             event = self._select(model, x, x_prime, train_x.second_half(), train_other.second_half(), error,
                                  test_x, test_other)
-            if best is None or event.held_out_bound > best.held_out_bound:
+            if best is None or event.dominates(best):
                 best = event
         return best
 

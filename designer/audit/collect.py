@@ -80,26 +80,29 @@ def check_memory(per_report: float, reports: float, max_memory: float, what: str
 
 
 def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random.Generator,
-                    progress: Callable[[float], None] | None = None) -> dict[int, np.ndarray]:
-    """Draw reports of every input ``0..k-1`` (the same number for each).
+                    progress: Callable[[float], None] | None = None,
+                    inputs: list[int] | None = None) -> dict[int, np.ndarray]:
+    """Draw reports of every input ``0..k-1`` (or of ``inputs``), the same number for each.
 
     ``progress`` is called with the fraction of the budget spent (0..1).
     """
+    inputs = list(range(k)) if inputs is None else list(inputs)
+    k = len(inputs)
     report = progress or (lambda fraction: None)
     start = time.perf_counter()
     deadline = None if budget.seconds is None else start + budget.seconds
     first = budget.reports_per_input if budget.seconds is None else FIRST_BATCH
-    probe = source.draw(0, min(PROBE, first), rng, _remaining(deadline))
+    probe = source.draw(inputs[0], min(PROBE, first), rng, _remaining(deadline))
     per_report = report_bytes(probe)
-    parts: dict[int, list[np.ndarray]] = {x: [] for x in range(k)}
-    parts[0].append(probe)
+    parts: dict[int, list[np.ndarray]] = {x: [] for x in inputs}
+    parts[inputs[0]].append(probe)
     if budget.reports_per_input is not None:
         total = budget.reports_per_input * k
         check_memory(per_report, total, budget.max_memory, f"--reports-per-input {budget.reports_per_input:,} "
                      f"for {k} inputs")
         done = len(probe)
-        for x in range(k):
-            remaining = budget.reports_per_input - (len(probe) if x == 0 else 0)
+        for x in inputs:
+            remaining = budget.reports_per_input - (len(probe) if x == inputs[0] else 0)
             while remaining:
                 n = min(CHUNK, remaining)
                 parts[x].append(source.draw(x, n, rng))
@@ -112,8 +115,8 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
         batch, drawn = FIRST_BATCH, 0
         while True:
             round_start = time.perf_counter()
-            for x in range(k):
-                n = batch - len(probe) if x == 0 and drawn == 0 else batch
+            for x in inputs:
+                n = batch - len(probe) if x == inputs[0] and drawn == 0 else batch
                 if n:
                     parts[x].append(source.draw(x, n, rng, _remaining(deadline)))
             drawn += batch

@@ -74,6 +74,17 @@ class Event:
     attack: str = ""
     summary: str | None = None
 
+    def dominates(self, other: "Event") -> bool:
+        """Better than ``other`` on both training criteria: held-out bound and predicted fresh bound.
+
+        The held-out bound (at the held-out part's own size) penalises an event
+        whose held-out part is small (the learned attacks spend half of the
+        training split on fitting: the largest of noisy predictions is
+        optimistic); the predicted bound keeps a rare event with an extreme
+        ratio (a debug report), whose bound grows with the fresh size.
+        """
+        return self.held_out_bound > other.held_out_bound and self.predicted_lower_bound > other.predicted_lower_bound
+
     def mask(self, encoded: np.ndarray) -> np.ndarray:
         """Which reports (encoded) fall in the event."""
         return np.isin(self.cell_map.cells(encoded), self.chosen)
@@ -205,6 +216,8 @@ class OutputSpace(CellSpace):
             joined = np.concatenate(all_reports) if all_reports else np.empty(0)
             self.values = _unique_reports(joined)
         self._index = {_key(value): index for index, value in enumerate(self.values)}
+        #: Cell of values outside :attr:`values` (None: such a report is an error).
+        self.unseen_cell: int | None = None
         self._rows = None
         if self.values.ndim == 2 and self.values.dtype != object:  # vectors: compare rows as bytes, vectorised
             keys = _row_keys(self.values)
@@ -228,6 +241,9 @@ class OutputSpace(CellSpace):
             positions = np.clip(np.searchsorted(self._rows, keys), 0, len(self._rows) - 1)
             if np.all(self._rows[positions] == keys):
                 return self._row_order[positions].astype(np.int64)
+        if self.unseen_cell is not None:  # reports drawn after the events were chosen: unseen values are in no event
+            return np.fromiter((self._index.get(_key(report), self.unseen_cell) for report in reports), dtype=np.int64,
+                               count=len(reports))
         try:
             return np.fromiter((self._index[_key(report)] for report in reports), dtype=np.int64, count=len(reports))
         except KeyError as error:
@@ -376,13 +392,7 @@ class SupportSpace(CellSpace):
 
 
 class EitherSpace(EventSpace):
-    """Several event spaces at once; per pair, the one whose event has the larger held-out bound on training.
-
-    The held-out bound (at the held-out part's own size) rather than the
-    prediction scaled to the fresh split: a space whose held-out part is
-    smaller (the learned attacks spend half of the training split on fitting)
-    predicts more noisily, and the largest of noisy predictions is optimistic.
-    """
+    """Several event spaces at once; per pair, the first space's event unless a later one :meth:`Event.dominates` it."""
 
     def __init__(self, spaces: list[EventSpace]):
         self.spaces = spaces
@@ -395,7 +405,7 @@ class EitherSpace(EventSpace):
         best = None
         for index, space in enumerate(self.spaces):
             event = space.select(x, x_prime, train_x[index], train_other[index], error, test_x, test_other)
-            if best is None or event.held_out_bound > best[1].held_out_bound:
+            if best is None or event.dominates(best[1]):
                 best = index, event
         index, event = best
         inner = event.cell_map

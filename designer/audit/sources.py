@@ -122,7 +122,7 @@ def as_report_array(raw, n: int, where: str) -> np.ndarray:
     if isinstance(raw, np.ndarray) and raw.dtype != object:
         array = raw.reshape(n, -1) if raw.ndim > 1 else raw
         if array.dtype.kind in "US":
-            return _as_text(array)
+            return as_text(array)
         if array.dtype.kind == "b":
             array = array.astype(np.int8)
         if array.dtype.kind not in "iuf":
@@ -142,7 +142,7 @@ def as_report_array(raw, n: int, where: str) -> np.ndarray:
             raise ValueError(f"{where}: report {scalar} is a scalar but report {vectors[0]} is a vector")
         return _vectors(items, where)
     if any(isinstance(report, str) for report in items):
-        return _as_text(np.array(items, dtype=object))
+        return as_text(np.array(items, dtype=object))
     array = np.asarray(items)
     if array.dtype == object:  # integers beyond 64 bits, or other hashable values: kept as they are
         return np.array(items, dtype=object)
@@ -186,7 +186,7 @@ def _refuse_nan(array: np.ndarray, where: str) -> None:
             raise ValueError(f"{where}: report {int(bad[0])} is NaN")
 
 
-def _as_text(array: np.ndarray) -> np.ndarray:
+def as_text(array: np.ndarray) -> np.ndarray:
     """Scalar reports as a 1-D object array of ``str`` (the alphabet of mixed reports is their text)."""
     if array.ndim != 1:
         raise ValueError("text reports must be scalars, not vectors")
@@ -212,12 +212,12 @@ def unify_reports(reports: dict[int, np.ndarray], label: str = "input") -> dict[
 
             raise ValueError(f"reports of {label} {x} are {describe(shape)}, those of {label} "
                              f"{next(iter(shapes))} are {describe(first)}")
-    if any(_is_text(values) for values in arrays.values()):
-        return {x: values if _is_text(values) else _as_text(values) for x, values in arrays.items()}
+    if any(is_text(values) for values in arrays.values()):
+        return {x: values if is_text(values) else as_text(values) for x, values in arrays.items()}
     return arrays
 
 
-def _is_text(values: np.ndarray) -> bool:
+def is_text(values: np.ndarray) -> bool:
     return values.dtype == object and values.ndim == 1 and len(values) > 0 and isinstance(values[0], str)
 
 

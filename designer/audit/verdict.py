@@ -33,7 +33,7 @@ import numpy as np
 from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
 from designer.audit.power import POWER, detectable_excess
-from designer.audit.sources import unify_reports
+from designer.audit.sources import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
     excess_p_value,
@@ -206,6 +206,8 @@ def audit_reports(
     attacks: tuple[str, ...] | None = None,
     features: Callable | None = None,
     features_arguments: dict | None = None,
+    second_stage: Callable[[list[int]], dict[int, np.ndarray]] | None = None,
+    planned_fresh: int | None = None,
 ) -> AuditResult:
     """Test E-LDP on reports of every input (see the module docstring).
 
@@ -231,6 +233,12 @@ def audit_reports(
         default :func:`~designer.audit.attacks.default_attacks` of the number of reports.
     features : callable ``features(reports, **features_arguments) -> (n, f) numbers``, optional
         Domain features appended to the learned attacks' features.
+    second_stage : callable ``inputs -> {input: fresh reports}``, optional
+        Adaptive budget (:func:`designer.audit.adaptive.adaptive_audit`): ``reports``
+        are all training (the pilot); once the pairs to test are chosen, the fresh
+        reports are drawn by this callable for the inputs of those pairs only.
+    planned_fresh : int, optional
+        With ``second_stage``: the fresh reports per input the events are chosen for.
 
     Returns
     -------
@@ -240,15 +248,19 @@ def audit_reports(
     k = privacy.k
     rng = np.random.default_rng(rng)
     reports = unify_reports(reports)
-    train, test = {}, {}
+    train, test, planned = {}, {}, {}
     for x, values in sorted(reports.items()):
         if not 0 <= x < k:
             raise ValueError(f"reports of input {x}, outside 0..{k - 1} (E is {k} x {k})")
         if len(values) < 2:
             raise ValueError(f"input {x} has {len(values)} report(s); at least 2 are needed (training and fresh split)")
         shuffled = values[rng.permutation(len(values))]
+        if second_stage is not None:  # the pilot trains; the fresh reports come later
+            train[x], planned[x] = shuffled, planned_fresh
+            continue
         cut = min(max(1, int(train_fraction * len(values))), len(values) - 1)
         train[x], test[x] = shuffled[:cut], shuffled[cut:]
+        planned[x] = len(test[x])
     space = choose_space(list(train.values()), [reports[x] for x in train], support, support_arguments, k, alphabet)
     if attacks is None:
         attacks = default_attacks(sum(len(values) for values in reports.values()))
@@ -256,7 +268,6 @@ def audit_reports(
     if learned is not None:
         space = EitherSpace((space.spaces if isinstance(space, EitherSpace) else [space]) + [learned])
     encoded_train = {x: space.encode(values) for x, values in train.items()}
-    encoded_test = {x: space.encode(values) for x, values in test.items()}
 
     allowed = privacy.epsilon
     candidates = [
@@ -274,9 +285,12 @@ def audit_reports(
     events = {}
     for x, x_prime in screened:
         events[x, x_prime] = space.select(
-            x, x_prime, encoded_train[x], encoded_train[x_prime], error, len(test[x]), len(test[x_prime])
+            x, x_prime, encoded_train[x], encoded_train[x_prime], error, planned[x], planned[x_prime]
         )
     order = sorted(screened, key=lambda pair: -(events[pair].predicted_lower_bound - allowed[pair]))[:tested]
+    if second_stage is not None:
+        test = _second_stage(second_stage, order, train, space)
+    encoded_test = {x: space.encode(values) for x, values in test.items()}
 
     counts_x = np.array([events[pair].count(encoded_test[pair[0]]) for pair in order])
     counts_other = np.array([events[pair].count(encoded_test[pair[1]]) for pair in order])
@@ -303,10 +317,11 @@ def audit_reports(
         for i, (x, x_prime) in enumerate(order)
     ]
     pairs.sort(key=lambda pair: -(pair.lower_bound - pair.allowed))
-    lower_bounds = lower_bound_matrix(k, screened, events, encoded_test, {x: len(test[x]) for x in test}, confidence)
+    audited = [pair for pair in screened if pair[0] in test and pair[1] in test]
+    lower_bounds = lower_bound_matrix(k, audited, events, encoded_test, {x: len(test[x]) for x in test}, confidence)
     outputs = output_component(space)
     everything = {}
-    if outputs is not None:
+    if outputs is not None and second_stage is None:
         position, output_space = outputs
         everything = {x: np.concatenate([_part(encoded_train[x], position), _part(encoded_test[x], position)]) for x in train}
     return AuditResult(
@@ -316,7 +331,7 @@ def audit_reports(
         pairs=pairs,
         pairs_constrained=len(candidates),
         event_space=space.kind,
-        reports_per_input={x: len(values) for x, values in reports.items()},
+        reports_per_input={x: len(train[x]) + len(test.get(x, ())) for x in train},
         train_fraction=train_fraction,
         detectable_excess=pairs[0].detectable_excess,
         lower_bounds=lower_bounds,
@@ -324,6 +339,26 @@ def audit_reports(
         outputs=None if outputs is None else outputs[1],
         encoded=everything,
     )
+
+
+def _second_stage(draw: Callable, order: list, train: dict, space: EventSpace) -> dict[int, np.ndarray]:
+    """Fresh reports of the inputs of the tested pairs, in the representation of the pilot."""
+    involved = sorted({x for pair in order for x in pair})
+    fresh = draw(involved)
+    text = any(is_text(values) for values in train.values())
+    outputs = output_component(space)
+    if outputs is not None:  # a value the pilot never showed is in no chosen event
+        outputs[1].unseen_cell = -1
+    drawn = {}
+    for x in involved:
+        values = fresh[x]
+        if text and not is_text(values):
+            values = as_text(values)
+        elif not text and is_text(values):
+            raise ValueError(f"input {x}: text reports appeared after a pilot of numbers only; audit without "
+                             "--adaptive or with a larger pilot (--train-fraction)")
+        drawn[x] = values
+    return drawn
 
 
 def lower_bound_matrix(k: int, pairs: list, events: dict, encoded_test: dict, sizes: dict, confidence: float) -> np.ndarray:

@@ -51,6 +51,7 @@ def audit_command(
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
     lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
     plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -98,11 +99,20 @@ def audit_command(
     rng = np.random.default_rng(seed)
     console = Console(stderr=True)
 
+    options = dict(
+        confidence=confidence, correction=correction.value, max_pairs=max_pairs, support=support_function,
+        support_arguments=extra, alphabet=alphabet, attacks=chosen_attacks, features=features_function,
+        features_arguments=_accepted(features_function, extra),
+    )
+    if adaptive and (reports_file or declared or channel_out):
+        raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
+                         "--command, and estimates no channel (--declared, --channel-out)")
     if reports_file:
         if reports_per_input is not None or seconds is not None:
             raise ValueError("--reports-per-input and --seconds apply to --sampler and --command, not --reports")
         source = ReportFile(reports_file, k)
         reports = source.reports
+        result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
     else:
         budget = Budget(reports_per_input, seconds, max_memory * 2**30)
         source = PythonSampler(sampler, extra) if sampler else CommandSampler(command, timeout)
@@ -111,13 +121,16 @@ def audit_command(
             console=console, transient=True, disable=not console.is_terminal,
         ) as progress:
             task = progress.add_task("draw", total=1.0)
-            reports = collect_reports(source, k, budget, rng, lambda fraction: progress.update(task, completed=fraction))
+            advance = lambda fraction: progress.update(task, completed=fraction)  # noqa: E731
+            if adaptive:
+                from designer.audit.adaptive import adaptive_audit
 
-    result = audit_reports(
-        reports, privacy, confidence=confidence, correction=correction.value, max_pairs=max_pairs,
-        train_fraction=train_fraction, rng=rng, support=support_function, support_arguments=extra, alphabet=alphabet,
-        attacks=chosen_attacks, features=features_function, features_arguments=_accepted(features_function, extra),
-    )
+                reports = {}
+                result = adaptive_audit(source, privacy, budget, rng, train_fraction, advance, **options)
+            else:
+                reports = collect_reports(source, k, budget, rng, advance)
+        if not adaptive:
+            result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
     estimate = loop = hint = None
     if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
         counts = output_counts(result.encoded, k, result.outputs.n_outputs)
