@@ -49,5 +49,6 @@ def test_command_line_adaptive(tmp_path):
     assert payload["violations"][0]["event"] == "report = 'trace'" and payload["reports_per_input"]["max"] == 900 + 2800
     refused = runner.invoke(app, [*common, "--channel-out", str(tmp_path / "Q.csv")])
     assert refused.exit_code == 2 and "--adaptive draws more reports" in refused.output
-    timed = runner.invoke(app, [*common[:10], "--seconds", "1", "--adaptive"])
+    timed = runner.invoke(app, ["audit", "--E", str(E), "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
+                                "--seconds", "1", "--adaptive"])
     assert timed.exit_code == 2 and "--adaptive needs --reports-per-input" in timed.output
