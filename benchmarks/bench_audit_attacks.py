@@ -1,8 +1,9 @@
 """Benchmark: the audit's learned attacks and empirical E matrix on leaks the fixed events miss.
 
 1. Planted leaks (k = 16, eps = 1 clients with one defect), share of audits over seeds saying
-   ``violated`` at confidence 0.95, with the learned attacks and without them (today's fixed
-   events: ``attacks=()``), same reports:
+   ``violated`` at confidence 0.95, with the learned attacks and without them (the fixed
+   events alone: ``attacks=()``), same reports; and the adaptive audit (``--adaptive``, learned
+   attacks on) at the same budget:
    * wrong-flip unary encoding: input 0's zero bits are 1 with probability 0.35 instead of
      q = 1/(e+1) = 0.269, audited against E = 1.6 (true loss about 2.3 on the event "bit 0 set,
      bit x' clear, at least 8 other ones", probability about 2% under input 0);
@@ -27,7 +28,8 @@ import time
 
 import numpy as np
 
-from designer.audit import audit_reports
+from designer.audit import Budget, audit_reports
+from designer.audit.adaptive import adaptive_audit
 from designer.audit.libraries import local_hashing_support
 from designer.mechanisms import GeneralizedRandomizedResponse, HadamardResponse
 from designer.spec import PrivacyMatrix
@@ -85,8 +87,20 @@ def debug_grr(x, n, rng):
     return np.array([str(value) for value in reports], dtype=object)
 
 
+class Source:
+    """A sampler as a report source (for the adaptive audit)."""
+
+    description = "benchmark sampler"
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+
+    def draw(self, x, n, rng, timeout=None):
+        return self.sampler(x, n, rng)
+
+
 def rate(sampler, k, n, privacy, seeds, **options):
-    hits = {"learned": 0, "fixed": 0}
+    hits = {"learned": 0, "fixed": 0, "adaptive": 0}
     seconds = 0.0
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
@@ -95,6 +109,8 @@ def rate(sampler, k, n, privacy, seeds, **options):
         hits["learned"] += audit_reports(reports, privacy, rng=seed, **options).violated
         seconds += time.perf_counter() - start
         hits["fixed"] += audit_reports(reports, privacy, rng=seed, attacks=(), **options).violated
+        hits["adaptive"] += adaptive_audit(Source(sampler), privacy, Budget(n), np.random.default_rng(seed + 1000),
+                                           **options).violated
     return hits, seconds / seeds
 
 
@@ -102,7 +118,7 @@ def planted(seeds: int) -> None:
     print(f"1. planted leaks, k = {K}, {seeds} seeds each, confidence 0.95")
     cases = [
         ("wrong-flip unary encoding vs E = 1.6", lambda x, n, rng: unary(x, n, rng, wrong=0.35),
-         PrivacyMatrix.classic(K, 1.6), [20_000, 50_000, 100_000], {}),
+         PrivacyMatrix.classic(K, 1.6), [10_000, 20_000], {}),
         ("seed-bits leak (local hashing, --support)", lambda x, n, rng: hashed(x, n, rng, leak=True),
          PrivacyMatrix.classic(K, EPS), [2_000, 10_000],
          {"support": local_hashing_support, "support_arguments": {"protocol": "OLH", "eps": EPS, "k": K}}),
@@ -114,7 +130,8 @@ def planted(seeds: int) -> None:
         for n in budgets:
             hits, seconds = rate(sampler, K, n, privacy, seeds, **options)
             print(f"  {name}, n = {n:,} per input: learned attacks {hits['learned']}/{seeds}, "
-                  f"fixed events only {hits['fixed']}/{seeds} ({seconds:.1f} s per audit)", flush=True)
+                  f"fixed events only {hits['fixed']}/{seeds}, adaptive (learned) {hits['adaptive']}/{seeds} "
+                  f"({seconds:.1f} s per audit)", flush=True)
 
 
 def false_alarms(seeds: int) -> None:
