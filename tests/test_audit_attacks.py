@@ -4,7 +4,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from designer.audit import audit_reports
 from designer.audit.features import FeatureMap

@@ -2,7 +2,6 @@
 honest power lines, decimal declared matrices."""
 
 import json
-import sys
 import time
 from pathlib import Path
 
