@@ -21,6 +21,8 @@ from designer.commands import guarded, print_json
 
 VIOLATED = 1
 NOT_CLOSED = 3
+#: Below this ``--seconds``, the learned attacks are off unless ``--attacks`` asks for them.
+LEARNED_MIN_SECONDS = 10.0
 
 
 class Correction(str, Enum):
@@ -81,6 +83,8 @@ def audit_command(
     if arguments and not (sampler or support or features):
         raise ValueError("--arg applies to --sampler, --support and --features")
     chosen_attacks = parse_attacks(attacks)
+    if chosen_attacks is None and seconds is not None and seconds < LEARNED_MIN_SECONDS:
+        chosen_attacks = ()  # fitting the classifiers would not fit in a short time budget
     if alphabet is not None and alphabet < 1:
         raise ValueError(f"--alphabet must be >= 1, got {alphabet}")
     check_settings(confidence, correction.value, max_pairs, train_fraction)
