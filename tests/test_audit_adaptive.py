@@ -45,6 +45,7 @@ def test_command_line_adaptive(tmp_path):
     result = runner.invoke(app, [*common, "--json"])
     assert result.exit_code == 1, result.output
     payload = json.loads(result.stdout)
+    assert payload["adaptive"] is True
     # four inputs: the fresh budget 4 x 2,100 shared by the three inputs of the two pairs
     assert payload["violations"][0]["event"] == "report = 'trace'" and payload["reports_per_input"]["max"] == 900 + 2800
     refused = runner.invoke(app, [*common, "--channel-out", str(tmp_path / "Q.csv")])

@@ -159,7 +159,7 @@ def audit_command(
         plot_lower_bounds(result.lower_bounds, privacy.epsilon, plot, f"{source.description} against {e_file}")
     missing = getattr(source, "missing", [])  # inputs of a --reports file without reports
     if as_json:
-        payload = {"source": source.description, "E": str(e_file), "k": k, **result.to_dict()}
+        payload = {"source": source.description, "E": str(e_file), "k": k, "adaptive": adaptive, **result.to_dict()}
         if missing:
             payload["inputs_without_reports"] = missing
         if estimate is not None:
