@@ -149,3 +149,22 @@ def test_collect_draws_a_probe_then_the_budget():
     assert calls[0] == (0, 256)
     with pytest.raises(ValueError, match=r"needs about 0\.0358 GB of memory \(1,200,000 reports of about 8 bytes"):
         collect_reports(Source(), 3, Budget(reports_per_input=400_000, max_memory=2**20), np.random.default_rng(0))
+
+
+def test_epsilon_delta_audit_uses_the_hockey_stick(E4):
+    """GRR at eps = 1 that sends its input in clear 5% of the time: violates (1, 0.01), not (1, 0.1)."""
+    from designer.audit.statistics import clopper_pearson_lower, clopper_pearson_upper, hockey_stick_lower_bound
+
+    bound = hockey_stick_lower_bound(60, 1000, 10, 1000, 1.0, 0.05)
+    assert bound == pytest.approx(clopper_pearson_lower(60, 1000, 0.025) - np.e * clopper_pearson_upper(10, 1000, 0.025))
+    common = ["--E", E4, "--sampler", f"{SAMPLERS}:clear_text", "--arg", "eps=1", "--arg", "k=4", "--arg", "rate=0.05",
+              "--reports-per-input", 4000, "--seed", 5, "--attacks", "none"]
+    pure = audit(*common, "--json")
+    assert pure.exit_code == 1 and json.loads(pure.stdout)["delta"] == 0
+    small = audit(*common, "--delta", 0.01, "--json")
+    assert small.exit_code == 1, small.output
+    witness = json.loads(small.stdout)["violations"][0]
+    assert witness["event"].startswith("report = 'clear") and 0.01 < witness["hockey_stick_lower_bound"] < 0.05
+    large = audit(*common, "--delta", 0.1)
+    assert large.exit_code == 0 and "no power statement" in large.stdout
+    one_line_error(audit(*common, "--delta", 1.5), "--delta must be in [0, 1)")

@@ -37,6 +37,7 @@ from designer.audit.sources import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
     excess_p_value,
+    hockey_stick_lower_bound,
     holm_rejections,
     log_ratio_lower_bound,
 )
@@ -70,6 +71,7 @@ class PairResult:
     predicted_lower_bound: float
     detectable_excess: float = math.inf
     attack: str = ""
+    hockey_stick_lower_bound: float = -math.inf
 
     @property
     def log_ratio(self) -> float:
@@ -96,6 +98,7 @@ class PairResult:
             "p_value": self.p_value,
             "violated": self.violated,
             "detectable_excess": _number(self.detectable_excess),
+            "hockey_stick_lower_bound": self.hockey_stick_lower_bound,
         }
 
 
@@ -142,6 +145,7 @@ class AuditResult:
     detectable_excess: float
     lower_bounds: np.ndarray = field(repr=False)
     space: EventSpace = field(repr=False)
+    delta: float = 0.0
     outputs: OutputSpace | None = field(repr=False, default=None)
     encoded: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
 
@@ -169,6 +173,7 @@ class AuditResult:
             "pairs_tested": len(self.pairs),
             "reports_per_input": {"min": min(counts), "max": max(counts)},
             "train_fraction": self.train_fraction,
+            "delta": self.delta,
             "largest_lower_bound": _number(self.best.lower_bound),
             "largest_lower_bound_pair": [self.best.x, self.best.x_prime],
             # a power statement is reassurance: none next to a violation
@@ -180,8 +185,11 @@ class AuditResult:
         }
 
 
-def check_settings(confidence: float, correction: str, max_pairs: int | None, train_fraction: float) -> None:
+def check_settings(confidence: float, correction: str, max_pairs: int | None, train_fraction: float,
+                   delta: float = 0.0) -> None:
     """Refuse settings outside their ranges (before any report is drawn)."""
+    if not 0 <= delta < 1:
+        raise ValueError(f"--delta must be in [0, 1), got {delta}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if correction not in CORRECTIONS:
@@ -208,6 +216,7 @@ def audit_reports(
     features_arguments: dict | None = None,
     second_stage: Callable[[list[int]], dict[int, np.ndarray]] | None = None,
     planned_fresh: int | None = None,
+    delta: float = 0.0,
 ) -> AuditResult:
     """Test E-LDP on reports of every input (see the module docstring).
 
@@ -239,12 +248,15 @@ def audit_reports(
         reports are drawn by this callable for the inputs of those pairs only.
     planned_fresh : int, optional
         With ``second_stage``: the fresh reports per input the events are chosen for.
+    delta : float in [0, 1)
+        Audit (E, delta)-LDP: a pair violates when ``P(S|x) > exp(E) P(S|x') + delta``
+        (the hockey-stick divergence of the event exceeds delta); 0: pure E-LDP.
 
     Returns
     -------
     AuditResult
     """
-    check_settings(confidence, correction, max_pairs, train_fraction)
+    check_settings(confidence, correction, max_pairs, train_fraction, delta)
     k = privacy.k
     rng = np.random.default_rng(rng)
     reports = unify_reports(reports)
@@ -298,7 +310,8 @@ def audit_reports(
     trials_other = np.array([len(test[x_prime]) for _, x_prime in order])
     limits = np.array([allowed[pair] for pair in order])
     bounds = log_ratio_lower_bound(counts_x, trials_x, counts_other, trials_other, error)
-    p_values = excess_p_value(counts_x, trials_x, counts_other, trials_other, limits)
+    p_values = excess_p_value(counts_x, trials_x, counts_other, trials_other, limits, delta)
+    hockey = hockey_stick_lower_bound(counts_x, trials_x, counts_other, trials_other, limits, error)
     reject = holm_rejections if correction == "holm" else bonferroni_rejections
     rejected = reject(p_values, 1 - confidence)
 
@@ -313,6 +326,7 @@ def audit_reports(
             trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
             violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
             detectable_excess=excesses[i], attack=events[x, x_prime].attack,
+            hockey_stick_lower_bound=float(hockey[i]),
         )
         for i, (x, x_prime) in enumerate(order)
     ]
@@ -336,6 +350,7 @@ def audit_reports(
         detectable_excess=pairs[0].detectable_excess,
         lower_bounds=lower_bounds,
         space=space,
+        delta=delta,
         outputs=None if outputs is None else outputs[1],
         encoded=everything,
     )

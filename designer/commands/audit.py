@@ -45,6 +45,7 @@ def audit_command(
     max_memory: float = typer.Option(2.0, "--max-memory", help="GB the reports may take (a larger budget is refused up front)."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds a --command program may take per batch of inputs."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
+    delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
     max_pairs: int = typer.Option(8, "--max-pairs", help="Pairs tested, chosen on the training split (0: all)."),
     train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
@@ -87,7 +88,7 @@ def audit_command(
         chosen_attacks = ()  # fitting the classifiers would not fit in a short time budget
     if alphabet is not None and alphabet < 1:
         raise ValueError(f"--alphabet must be >= 1, got {alphabet}")
-    check_settings(confidence, correction.value, max_pairs, train_fraction)
+    check_settings(confidence, correction.value, max_pairs, train_fraction, delta)
     privacy = read_privacy_matrix(e_file)
     k = privacy.k
     declared_channel = read_channel(declared) if declared else None
@@ -106,7 +107,7 @@ def audit_command(
     options = dict(
         confidence=confidence, correction=correction.value, max_pairs=max_pairs, support=support_function,
         support_arguments=extra, alphabet=alphabet, attacks=chosen_attacks, features=features_function,
-        features_arguments=_accepted(features_function, extra),
+        features_arguments=_accepted(features_function, extra), delta=delta,
     )
     if adaptive and (reports_file or declared or channel_out):
         raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
@@ -200,6 +201,8 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
             f"{pair.count_other}/{pair.trials_other}; log P(S|x)/P(S|x') estimated {pair.log_ratio:.4g} > "
             f"E = {pair.allowed:.4g}, p = {pair.p_value:.3g} ({result.correction}); "
             f"simultaneous lower bound {pair.lower_bound:.4g}"
+            + (f"; P(S|x) - e^E P(S|x') >= {pair.hockey_stick_lower_bound:.4g} > delta = {result.delta:g}"
+               if result.delta else "")
         ))
     if len(result.violations) > 10:
         out.print(f"  ... and {len(result.violations) - 10} more violated pairs")
@@ -211,7 +214,10 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
             f"{best.count_other}/{best.trials_other}"
         ))
         out.print("  no violation found is not a certificate: sampling cannot prove privacy")
-        _report_power(result, out)
+        if result.delta:
+            out.print(f"  (E, delta) audit, delta = {result.delta:g}: no power statement (it is stated for pure E-LDP)")
+        else:
+            _report_power(result, out)
     off_diagonal = result.lower_bounds[~np.eye(len(result.lower_bounds), dtype=bool)]
     if off_diagonal.size:
         out.print(
