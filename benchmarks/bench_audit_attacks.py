@@ -17,7 +17,8 @@
    attacks on, and whether the empirical E stays below the true E.
 3. Audit time per 10^6 reports with and without the learned attacks (same reports, same run).
 
-Run: ``.venv/bin/python benchmarks/bench_audit_attacks.py [SEEDS]`` (default 10 seeds; minutes).
+Run: ``.venv/bin/python benchmarks/bench_audit_attacks.py [SEEDS]`` (default 5 seeds: about 15 minutes
+on a shared 2-core machine; false alarms use 4 x SEEDS seeds per client).
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def throughput() -> None:
 
 
 if __name__ == "__main__":
-    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     throughput()
     planted(seeds)
     false_alarms(4 * seeds)
