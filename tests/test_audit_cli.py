@@ -36,7 +36,7 @@ def test_python_sampler_verdicts_and_exit_codes(files):
     honest = audit("--E", files["E1"], *common)
     assert honest.exit_code == 0, honest.output
     assert "NO VIOLATION FOUND" in honest.stdout and "not a certificate" in honest.stdout
-    assert "largest lower bound" in honest.stdout and "power:" in honest.stdout
+    assert "largest lower bound" in honest.stdout and "power, per tested pair" in honest.stdout
     strict = audit("--E", files["E08"], *common)
     assert strict.exit_code == 1, strict.output
     assert "VIOLATED" in strict.stdout and "violated: x=" in strict.stdout
@@ -170,3 +170,19 @@ def test_command_defaults_are_the_library_defaults():
     assert defaults["max_pairs"] == verdict.DEFAULT_MAX_PAIRS
     assert defaults["train_fraction"] == verdict.DEFAULT_TRAIN_FRACTION
     assert defaults["correction"].value == verdict.CORRECTIONS[0]
+
+
+def test_lower_bound_matrix_is_written_and_in_json(files):
+    """GRR at eps = 1: every pair's loss is exactly 1; the simultaneous lower bounds lie in [0, 1] and come close."""
+    out = files["dir"] / "L.csv"
+    arguments = ["--E", files["E1"], "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
+                 "--reports-per-input", 20000, "--seed", 6, "--attacks", "none"]
+    figure = files["dir"] / "L.png"
+    result = audit(*arguments, "--lower-bounds-out", out, "--json", "--plot", figure)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result.exit_code == 0, result.output
+    written = np.loadtxt(out, delimiter=",")
+    carried = np.array(json.loads(result.stdout)["lower_bounds"], dtype=float)
+    assert written.shape == (4, 4) and np.allclose(written, carried)
+    off = written[~np.eye(4, dtype=bool)]
+    assert np.all(np.diag(written) == 0) and np.all(off <= 1.0) and np.all(off > 0.8)

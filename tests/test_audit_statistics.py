@@ -76,3 +76,16 @@ def test_power_statement_matches_a_simulation_of_the_exact_test():
     # more reports, smaller detectable excess; an event never seen under x: nothing detectable
     assert detectable_excess(probability, 4 * trials, 4 * trials, allowed, error) < delta
     assert detectable_excess(0.0, trials, trials, allowed, error) == math.inf
+
+
+def test_hockey_stick_p_value_inverts_its_bound():
+    """p <= a exactly when the hockey-stick lower bound at error a exceeds delta."""
+    from designer.audit.statistics import hockey_stick_lower_bound
+
+    counts = (80, 1000, 5, 1000)
+    p_value = float(excess_p_value(*counts, 1.0, delta=0.02))
+    assert 0 < p_value < 1
+    assert hockey_stick_lower_bound(*counts, 1.0, p_value * 1.001) > 0.02
+    assert hockey_stick_lower_bound(*counts, 1.0, p_value * 0.999) <= 0.02
+    # with delta = 0 the test is the log-ratio test
+    assert excess_p_value(*counts, 1.0) == excess_p_value(*counts, 1.0, delta=0.0)

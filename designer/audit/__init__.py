@@ -1,11 +1,16 @@
 """Audit mechanisms that arrive as code, not as a matrix.
 
 * :mod:`designer.audit.sources` — reports from a Python sampler, a command line or a file;
-* :mod:`designer.audit.collect` — drawing them within a budget;
+* :mod:`designer.audit.collect` — drawing them within a budget (checked up front);
+* :mod:`designer.audit.adaptive` — a pilot on every input, the rest on the suspicious pairs;
 * :mod:`designer.audit.events` — distinguishing events chosen on a training split;
+* :mod:`designer.audit.features` and :mod:`designer.audit.attacks` — learned attacks (classifiers
+  over features of any report shape, thresholded as in DP-Sniper);
 * :mod:`designer.audit.statistics` — Clopper–Pearson bounds, p-values, Holm/Bonferroni;
-* :mod:`designer.audit.verdict` — ``violated`` / ``no violation found`` against a declared E;
-* :mod:`designer.audit.power` — the smallest excess over E the budget detects;
+* :mod:`designer.audit.verdict` — ``violated`` / ``no violation found`` against a declared E, and the
+  empirical E matrix (simultaneous lower bounds on every pair's privacy loss);
+* :mod:`designer.audit.power` — the smallest excess over E the budget detects, per pair;
+* :mod:`designer.audit.plot` — the empirical E matrix beside the declared one;
 * :mod:`designer.audit.loop` — channel estimate, fit to a declared matrix, exact certificate;
 * :mod:`designer.audit.libraries` — samplers for pure-ldp and multi-freq-ldpy clients.
 """

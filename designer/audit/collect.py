@@ -1,7 +1,18 @@
-"""Drawing the audit's reports within a budget: a number of reports per input, or seconds."""
+"""Drawing the audit's reports within a budget: a number of reports per input, or seconds.
+
+Both budgets are checked before the bulk is drawn: a probe of
+:data:`PROBE` reports measures the bytes a report takes, and a budget whose
+reports would not fit in ``max_memory`` (:data:`MEMORY_FACTOR` copies of
+them: the reports, their shuffled splits and encodings) is refused with the
+estimate. A time budget covers the whole run: drawing stops at
+:data:`DRAW_SHARE` of it, and at most :data:`ANALYSIS_RATE` reports per second
+of budget are drawn, so that the analysis fits in the rest.
+"""
 
 from __future__ import annotations
 
+import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,37 +25,84 @@ from designer.audit.sources import ReportSource, concatenate_reports
 CHUNK = 8192
 #: First batch per input of a time budget (doubled while a round takes < 1/50 of the budget).
 FIRST_BATCH = 64
+#: Reports of input 0 drawn first to measure the size of a report.
+PROBE = 256
+#: Copies of the reports an audit holds at once (reports, shuffled splits, encodings).
+MEMORY_FACTOR = 4
+#: Default memory allowed for the reports (bytes).
+DEFAULT_MAX_MEMORY = 2 * 2**30
+#: Share of a time budget spent drawing (the rest is for the analysis).
+DRAW_SHARE = 0.5
+#: Reports per second of a time budget the analysis is assumed to handle (all inputs together).
+ANALYSIS_RATE = 400_000
+#: Largest ``--seconds`` accepted (a day).
+MAX_SECONDS = 86_400.0
 
 
 @dataclass(frozen=True)
 class Budget:
-    """Exactly one of ``reports_per_input`` (N reports of every input) or ``seconds`` (draw until S s)."""
+    """Exactly one of ``reports_per_input`` (N reports of every input) or ``seconds`` (the whole run, S s)."""
 
     reports_per_input: int | None = None
     seconds: float | None = None
+    max_memory: float = DEFAULT_MAX_MEMORY
 
     def __post_init__(self):
         if (self.reports_per_input is None) == (self.seconds is None):
             raise ValueError("give exactly one of --reports-per-input and --seconds")
         if self.reports_per_input is not None and self.reports_per_input < 2:
             raise ValueError(f"--reports-per-input must be >= 2 (a training and a fresh split), got {self.reports_per_input}")
-        if self.seconds is not None and not self.seconds > 0:
-            raise ValueError(f"--seconds must be > 0, got {self.seconds}")
+        if self.seconds is not None and not 0 < self.seconds <= MAX_SECONDS:
+            raise ValueError(f"--seconds must be > 0 and at most {MAX_SECONDS:g} (a day), got {self.seconds}")
+        if not (math.isfinite(self.max_memory) and self.max_memory > 0):
+            raise ValueError(f"--max-memory must be a positive number of GB, got {self.max_memory / 2**30}")
+
+
+def report_bytes(sample: np.ndarray) -> float:
+    """Bytes one report of ``sample`` takes (object reports: the array slot and the object)."""
+    if len(sample) == 0:
+        return 8.0
+    size = sample.nbytes / len(sample)
+    if sample.dtype == object:
+        size += float(np.mean([sys.getsizeof(value) for value in sample[:64]]))
+    return size
+
+
+def check_memory(per_report: float, reports: float, max_memory: float, what: str) -> None:
+    """Refuse a budget whose reports would take more than ``max_memory`` bytes, with the estimate."""
+    needed = MEMORY_FACTOR * per_report * reports
+    if needed > max_memory:
+        raise ValueError(
+            f"{what} needs about {_gigabytes(needed)} of memory ({reports:,.0f} reports of about {per_report:,.0f} "
+            f"bytes, {MEMORY_FACTOR} copies), more than --max-memory {_gigabytes(max_memory)}; lower the budget "
+            "or raise --max-memory"
+        )
 
 
 def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random.Generator,
-                    progress: Callable[[float], None] | None = None) -> dict[int, np.ndarray]:
-    """Draw reports of every input ``0..k-1`` (the same number for each).
+                    progress: Callable[[float], None] | None = None,
+                    inputs: list[int] | None = None) -> dict[int, np.ndarray]:
+    """Draw reports of every input ``0..k-1`` (or of ``inputs``), the same number for each.
 
     ``progress`` is called with the fraction of the budget spent (0..1).
     """
-    parts: dict[int, list[np.ndarray]] = {x: [] for x in range(k)}
+    inputs = list(range(k)) if inputs is None else list(inputs)
+    k = len(inputs)
     report = progress or (lambda fraction: None)
+    start = time.perf_counter()
+    deadline = None if budget.seconds is None else start + budget.seconds
+    first = budget.reports_per_input if budget.seconds is None else FIRST_BATCH
+    probe = source.draw(inputs[0], min(PROBE, first), rng, _remaining(deadline))
+    per_report = report_bytes(probe)
+    parts: dict[int, list[np.ndarray]] = {x: [] for x in inputs}
+    parts[inputs[0]].append(probe)
     if budget.reports_per_input is not None:
         total = budget.reports_per_input * k
-        done = 0
-        for x in range(k):
-            remaining = budget.reports_per_input
+        check_memory(per_report, total, budget.max_memory, f"--reports-per-input {budget.reports_per_input:,} "
+                     f"for {k} inputs")
+        done = len(probe)
+        for x in inputs:
+            remaining = budget.reports_per_input - (len(probe) if x == inputs[0] else 0)
             while remaining:
                 n = min(CHUNK, remaining)
                 parts[x].append(source.draw(x, n, rng))
@@ -52,18 +110,30 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
                 done += n
                 report(done / total)
     else:
-        start = time.perf_counter()
-        batch = FIRST_BATCH
+        cap = min(budget.seconds * ANALYSIS_RATE, budget.max_memory / (MEMORY_FACTOR * per_report)) / k
+        drawing_deadline = start + DRAW_SHARE * budget.seconds
+        batch, drawn = FIRST_BATCH, 0
         while True:
             round_start = time.perf_counter()
-            for x in range(k):
-                parts[x].append(source.draw(x, batch, rng))
+            for x in inputs:
+                n = batch - len(probe) if x == inputs[0] and drawn == 0 else batch
+                if n:
+                    parts[x].append(source.draw(x, n, rng, _remaining(deadline)))
+            drawn += batch
             now = time.perf_counter()
             last_round = now - round_start
-            elapsed = now - start
-            report(min(elapsed / budget.seconds, 1.0))
-            if elapsed + last_round * 2 > budget.seconds:
+            report(min((now - start) / (DRAW_SHARE * budget.seconds), 1.0))
+            if now + last_round * 2 > drawing_deadline or drawn >= cap:
                 break
             if last_round < budget.seconds / 50:
                 batch *= 2
-    return {x: concatenate_reports(chunks, f"source {source.description}") for x, chunks in parts.items()}
+            batch = int(min(batch, cap - drawn))
+    return {x: concatenate_reports(chunks, f"source {source.description} (input {x})") for x, chunks in parts.items()}
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.001)
+
+
+def _gigabytes(size: float) -> str:
+    return f"{size / 2**30:,.3g} GB"

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from designer.audit.sources import call_user
 from designer.audit.statistics import log_ratio_lower_bound
 
 #: Output spaces up to this many distinct reports are audited output by output.
@@ -69,6 +70,20 @@ class Event:
     cell_map: CellMap
     chosen: np.ndarray
     predicted_lower_bound: float
+    held_out_bound: float = -np.inf
+    attack: str = ""
+    summary: str | None = None
+
+    def dominates(self, other: "Event") -> bool:
+        """Better than ``other`` on both training criteria: held-out bound and predicted fresh bound.
+
+        The held-out bound (at the held-out part's own size) penalises an event
+        whose held-out part is small (the learned attacks spend half of the
+        training split on fitting: the largest of noisy predictions is
+        optimistic); the predicted bound keeps a rare event with an extreme
+        ratio (a debug report), whose bound grows with the fresh size.
+        """
+        return self.held_out_bound > other.held_out_bound and self.predicted_lower_bound > other.predicted_lower_bound
 
     def mask(self, encoded: np.ndarray) -> np.ndarray:
         """Which reports (encoded) fall in the event."""
@@ -79,13 +94,16 @@ class Event:
 
     @property
     def description(self) -> str:
+        if self.summary is not None:
+            return self.summary
         shown = [self.cell_map.describe_cell(int(cell)) for cell in self.chosen[:4]]
         more = f" or ... ({len(self.chosen)} cells)" if len(self.chosen) > 4 else ""
         return " or ".join(shown) + more
 
 
 def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, error: float,
-                  test_x: int | None = None, test_other: int | None = None) -> tuple[np.ndarray, float]:
+                  test_x: int | None = None, test_other: int | None = None,
+                  order: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """The top cells by estimated ratio, as many as maximise the bound; and an honest prediction of it.
 
     The training reports are halved. The first halves choose the event: cells
@@ -104,10 +122,15 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
         The error of the test's lower bound (:func:`log_ratio_lower_bound`).
     test_x, test_other : int, optional
         Sizes of the fresh split (default: the halves' sizes).
+    order : int array, optional
+        A fixed order of the cells (a threshold on a score: the cells from the
+        highest score down); only the prefix length is chosen on the data.
 
     Returns
     -------
-    (chosen cells, predicted lower bound of log P(S|x)/P(S|x') on the fresh split)
+    (chosen cells, predicted lower bound of log P(S|x)/P(S|x') on the fresh split,
+    the lower bound on the second halves at their own sizes — an honest, noise-penalised
+    score that compares event spaces whose second halves differ in size)
     """
     half_x, half_other = max(cells_x.size // 2, 1), max(cells_other.size // 2, 1)
     rank_x, rank_other = cells_x[:half_x], cells_other[:half_other]
@@ -118,17 +141,19 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
     counts_other = np.bincount(rank_other, minlength=n_cells).astype(float)
     seen = np.flatnonzero(counts_x > 0)
     if seen.size == 0:
-        return np.zeros(0, dtype=np.int64), -np.inf
-    ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (rank_x.size + 1)) - np.log(
-        (counts_other[seen] + RANK_SMOOTHING) / (rank_other.size + 1)
-    )
-    order = seen[np.argsort(-ratio, kind="stable")]
+        return np.zeros(0, dtype=np.int64), -np.inf, -np.inf
+    if order is None:
+        ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (rank_x.size + 1)) - np.log(
+            (counts_other[seen] + RANK_SMOOTHING) / (rank_other.size + 1)
+        )
+        order = seen[np.argsort(-ratio, kind="stable")]
     chosen = order[: _best_prefix(counts_x[order], rank_x.size, counts_other[order], rank_other.size, error,
                                   test_x, test_other)].astype(np.int64)
     inside_x = np.isin(check_x, chosen).sum()
     inside_other = np.isin(check_other, chosen).sum()
     predicted = _scaled_bound(inside_x, check_x.size, inside_other, check_other.size, error, test_x, test_other)
-    return chosen, float(predicted)
+    held_out = log_ratio_lower_bound(inside_x, check_x.size, inside_other, check_other.size, error)
+    return chosen, float(predicted), float(held_out)
 
 
 def _scaled_bound(count_x, size_x, count_other, size_other, error, test_x, test_other):
@@ -170,10 +195,10 @@ class CellSpace(EventSpace):
     def select(self, x: int, x_prime: int, train_x, train_other, error: float,
                test_x: int | None = None, test_other: int | None = None) -> Event:
         cell_map = self.cell_map(x, x_prime, train_x, train_other)
-        chosen, predicted = best_cell_set(
+        chosen, predicted, held_out = best_cell_set(
             cell_map.cells(train_x), cell_map.cells(train_other), cell_map.n_cells, error, test_x, test_other
         )
-        return Event(cell_map, chosen, predicted)
+        return Event(cell_map, chosen, predicted, held_out, attack=self.kind)
 
 
 class OutputSpace(CellSpace):
@@ -191,6 +216,8 @@ class OutputSpace(CellSpace):
             joined = np.concatenate(all_reports) if all_reports else np.empty(0)
             self.values = _unique_reports(joined)
         self._index = {_key(value): index for index, value in enumerate(self.values)}
+        #: Cell of values outside :attr:`values` (None: such a report is an error).
+        self.unseen_cell: int | None = None
         self._rows = None
         if self.values.ndim == 2 and self.values.dtype != object:  # vectors: compare rows as bytes, vectorised
             keys = _row_keys(self.values)
@@ -214,6 +241,9 @@ class OutputSpace(CellSpace):
             positions = np.clip(np.searchsorted(self._rows, keys), 0, len(self._rows) - 1)
             if np.all(self._rows[positions] == keys):
                 return self._row_order[positions].astype(np.int64)
+        if self.unseen_cell is not None:  # reports drawn after the events were chosen: unseen values are in no event
+            return np.fromiter((self._index.get(_key(report), self.unseen_cell) for report in reports), dtype=np.int64,
+                               count=len(reports))
         try:
             return np.fromiter((self._index[_key(report)] for report in reports), dtype=np.int64, count=len(reports))
         except KeyError as error:
@@ -226,7 +256,7 @@ class OutputSpace(CellSpace):
 class CoordinateSpace(CellSpace):
     """Vector reports cut into per-coordinate bins; per pair, cells on the most telling coordinates."""
 
-    kind = "classifier"
+    kind = "coordinates"
 
     def __init__(self, train_reports: list[np.ndarray]):
         pooled = np.concatenate([np.asarray(r, float).reshape(len(r), -1) for r in train_reports])
@@ -342,10 +372,7 @@ class SupportSpace(CellSpace):
     def supports(self, reports: np.ndarray, z: int) -> np.ndarray:
         """``support(reports, z, **arguments)`` checked: one boolean per report."""
         n = len(reports)
-        try:
-            answer = np.asarray(self.support(reports, z, **self.arguments))
-        except Exception as error:
-            raise ValueError(f"the support function raised {type(error).__name__} for input {z}: {error}") from None
+        answer = np.asarray(call_user(self.support, f"the support function (input {z})", reports, z, **self.arguments))
         if answer.shape != (n,):
             raise ValueError(f"the support function returned shape {answer.shape} for {n} reports, expected ({n},)")
         return answer.astype(bool)
@@ -365,7 +392,7 @@ class SupportSpace(CellSpace):
 
 
 class EitherSpace(EventSpace):
-    """Several event spaces at once; per pair, the one whose event predicts the larger bound on training."""
+    """Several event spaces at once; per pair, the first space's event unless a later one :meth:`Event.dominates` it."""
 
     def __init__(self, spaces: list[EventSpace]):
         self.spaces = spaces
@@ -378,12 +405,13 @@ class EitherSpace(EventSpace):
         best = None
         for index, space in enumerate(self.spaces):
             event = space.select(x, x_prime, train_x[index], train_other[index], error, test_x, test_other)
-            if best is None or event.predicted_lower_bound > best[1].predicted_lower_bound:
+            if best is None or event.dominates(best[1]):
                 best = index, event
         index, event = best
         inner = event.cell_map
         cell_map = CellMap(lambda encoded: inner.cells(encoded[index]), inner.n_cells, inner.describe_cell)
-        return Event(cell_map, event.chosen, event.predicted_lower_bound)
+        return Event(cell_map, event.chosen, event.predicted_lower_bound, event.held_out_bound, attack=event.attack,
+                     summary=event.summary)
 
     def component(self, kind: type) -> tuple[int, EventSpace] | None:
         """The first space of this type and its position in the encodings."""

@@ -12,13 +12,15 @@ Three sources, each turning "draw n reports of input x" into a report array:
 Reports may be integers, floats, strings, or vectors/tuples (unary-encoding bit
 vectors, OLH ``(value, seed)`` pairs, Laplace histograms). :func:`as_report_array`
 turns them into a 1-D array (scalar reports) or a 2-D numeric array (one row
-per vector report); anything else (ragged tuples) becomes a 1-D object array of
-tuples, which are hashable events.
+per vector report); scalars that include text become text (the alphabet is
+the set of distinct values as text). Missing reports, NaN and vectors of
+different lengths are refused, naming the input and the report.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import importlib
 import importlib.util
 import os
@@ -32,6 +34,8 @@ import numpy as np
 
 #: The command source's batch seed (an integer) is passed in this environment variable.
 SEED_VARIABLE = "LDP_AUDIT_SEED"
+#: Seconds a program may take to answer one batch of inputs (``--timeout``).
+DEFAULT_TIMEOUT = 60.0
 
 
 class ReportSource(ABC):
@@ -40,8 +44,12 @@ class ReportSource(ABC):
     description: str = "reports"
 
     @abstractmethod
-    def draw(self, x: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` reports of input ``x`` as an array (see :func:`as_report_array`)."""
+    def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        """``n`` reports of input ``x`` as an array (see :func:`as_report_array`).
+
+        ``timeout``: seconds the call may take (enforced for programs; a Python
+        sampler runs in this process and cannot be interrupted safely).
+        """
 
 
 def parse_arguments(pairs: list[str] | None) -> dict:
@@ -74,7 +82,7 @@ def load_callable(spec: str, what: str = "sampler") -> Callable:
             loader_spec.loader.exec_module(module)
         else:
             module = importlib.import_module(module_name)
-    except ValueError:
+    except (ValueError, KeyboardInterrupt):
         raise
     except BaseException as error:  # the module's own code may raise anything, even SystemExit
         raise ValueError(f"{what} {spec!r}: cannot import {module_name}: {_one_line(error)}") from None
@@ -84,39 +92,144 @@ def load_callable(spec: str, what: str = "sampler") -> Callable:
     return function
 
 
-def as_report_array(raw, n: int, where: str) -> np.ndarray:
-    """Check that ``raw`` holds ``n`` reports and return them as an array.
+def call_user(function: Callable, where: str, *arguments, **keywords):
+    """Call user code; its exceptions and exits become one-line ``ValueError`` (Ctrl-C still interrupts).
 
-    Scalars give a 1-D array; equal-length numeric vectors a 2-D ``(n, d)``
-    array; ragged or mixed reports a 1-D object array of tuples.
+    A ``sys.exit(0)`` inside a sampler must not end the audit as "no violation
+    found", nor ``sys.exit(1)`` as "violated": both are bad input.
+    """
+    try:
+        return function(*arguments, **keywords)
+    except SystemExit as error:
+        raise ValueError(f"{where} called sys.exit({error.code!r}) instead of returning") from None
+    except Exception as error:
+        raise ValueError(f"{where} raised {type(error).__name__}: {_one_line(error)}") from None
+
+
+def as_report_array(raw, n: int, where: str) -> np.ndarray:
+    """Check that ``raw`` holds ``n`` well-formed reports and return them as an array.
+
+    Numeric scalars give a 1-D numeric array; equal-length numeric vectors a
+    2-D ``(n, d)`` array; scalars that include text a 1-D object array of text
+    (every value as text: ``0, 1, "debug"`` is the alphabet ``"0", "1", "debug"``).
+    A missing report (``None``), a NaN, vectors of different lengths, or
+    vectors mixed with scalars are refused naming ``where`` and the report.
     """
     if isinstance(raw, (str, bytes)) or not hasattr(raw, "__len__"):
         raise ValueError(f"{where} returned {type(raw).__name__}, expected a sequence of {n} reports")
     if len(raw) != n:
         raise ValueError(f"{where} returned {len(raw)} reports for n = {n}")
+    if isinstance(raw, np.ndarray) and raw.dtype != object:
+        array = raw.reshape(n, -1) if raw.ndim > 1 else raw
+        if array.dtype.kind in "US":
+            return as_text(array)
+        if array.dtype.kind == "b":
+            array = array.astype(np.int8)
+        if array.dtype.kind not in "iuf":
+            raise ValueError(f"{where} returned reports of type {array.dtype}, expected numbers, text or vectors")
+        _refuse_nan(array, where)
+        return array
+    items = [_plain(report) for report in raw]
+    vectors = [index for index, report in enumerate(items) if isinstance(report, tuple)]
+    for index, report in enumerate(items):
+        if report is None:
+            raise ValueError(f"{where}: report {index} is missing (None)")
+        if isinstance(report, float) and math.isnan(report):
+            raise ValueError(f"{where}: report {index} is NaN")
+    if vectors:
+        if len(vectors) < n:
+            scalar = next(index for index, report in enumerate(items) if not isinstance(report, tuple))
+            raise ValueError(f"{where}: report {scalar} is a scalar but report {vectors[0]} is a vector")
+        return _vectors(items, where)
+    if any(isinstance(report, str) for report in items):
+        return as_text(np.array(items, dtype=object))
+    array = np.asarray(items)
+    if array.dtype == object:  # integers beyond 64 bits, or other hashable values: kept as they are
+        return np.array(items, dtype=object)
+    return array
+
+
+def _plain(report):
+    """A report as a Python scalar, text, or a tuple of plain values."""
+    if isinstance(report, np.ndarray):
+        return tuple(_plain(value) for value in report.ravel().tolist())
+    if isinstance(report, np.generic):
+        return report.item()
+    if isinstance(report, (list, tuple)):
+        return tuple(_plain(value) for value in report)
+    if isinstance(report, bool):
+        return int(report)
+    return report
+
+
+def _vectors(items: list[tuple], where: str) -> np.ndarray:
+    """Equal-length vectors of numbers as a 2-D array (the first report of another length is named)."""
+    length = len(items[0])
+    for index, report in enumerate(items):
+        if len(report) != length:
+            raise ValueError(f"{where}: report {index} has {len(report)} coordinates, report 0 has {length}")
+        for value in report:
+            if value is None or isinstance(value, (str, tuple)) or not isinstance(value, (int, float)):
+                raise ValueError(f"{where}: report {index} has a coordinate {value!r} that is not a number")
+            if isinstance(value, float) and math.isnan(value):
+                raise ValueError(f"{where}: report {index} has a NaN coordinate")
     try:
-        array = np.asarray(raw)
-    except ValueError:  # ragged
-        array = None
-    if array is not None and array.dtype != object and array.ndim >= 1:
-        if array.ndim == 1:
-            return array
-        if np.issubdtype(array.dtype, np.number) or array.dtype == bool:
-            return array.reshape(n, -1)
-    reports = np.empty(n, dtype=object)
-    for index, report in enumerate(raw):
-        reports[index] = _hashable(report, where)
-    return reports
+        return np.asarray(items, dtype=np.int64 if all(isinstance(v, int) for r in items for v in r) else float)
+    except OverflowError:  # integers beyond 64 bits (a long hash): exact, as Python integers
+        return np.array(items, dtype=object).reshape(len(items), length)
+
+
+def _refuse_nan(array: np.ndarray, where: str) -> None:
+    if array.dtype.kind == "f":
+        bad = np.flatnonzero(np.isnan(array).reshape(len(array), -1).any(axis=1))
+        if bad.size:
+            raise ValueError(f"{where}: report {int(bad[0])} is NaN")
+
+
+def as_text(array: np.ndarray) -> np.ndarray:
+    """Scalar reports as a 1-D object array of ``str`` (the alphabet of mixed reports is their text)."""
+    if array.ndim != 1:
+        raise ValueError("text reports must be scalars, not vectors")
+    text = np.empty(len(array), dtype=object)
+    text[:] = [str(value) for value in array.tolist()]
+    return text
+
+
+def unify_reports(reports: dict[int, np.ndarray], label: str = "input") -> dict[int, np.ndarray]:
+    """Reports of all inputs in one representation: text everywhere as soon as one input has text.
+
+    Vector reports must have the same length for every input (the first input
+    of another length is named).
+    """
+    arrays = {x: values if isinstance(values, np.ndarray) else as_report_array(values, len(values), f"{label} {x}")
+              for x, values in reports.items()}
+    shapes = {x: values.shape[1:] for x, values in arrays.items()}
+    first = next(iter(shapes.values()), ())
+    for x, shape in shapes.items():
+        if shape != first:
+            def describe(s):
+                return f"vectors of {s[0]} coordinates" if s else "scalars"
+
+            raise ValueError(f"reports of {label} {x} are {describe(shape)}, those of {label} "
+                             f"{next(iter(shapes))} are {describe(first)}")
+    if any(is_text(values) for values in arrays.values()):
+        return {x: values if is_text(values) else as_text(values) for x, values in arrays.items()}
+    return arrays
+
+
+def is_text(values: np.ndarray) -> bool:
+    return values.dtype == object and values.ndim == 1 and len(values) > 0 and isinstance(values[0], str)
 
 
 def concatenate_reports(parts: list[np.ndarray], where: str) -> np.ndarray:
-    """Join report arrays of successive batches (vectors must keep their length)."""
+    """Join report arrays of successive batches (vectors must keep their length; text makes all text)."""
     if not parts:
         return np.empty(0)
-    shapes = {part.shape[1:] for part in parts}
-    if len(shapes) > 1:
-        raise ValueError(f"{where} returned reports of different shapes: {sorted(shapes)}")
-    return np.concatenate(parts)
+    try:
+        unified = unify_reports(dict(enumerate(parts)), "batch")
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    return np.concatenate(list(unified.values()))
 
 
 def parse_report(text: str):
@@ -143,26 +256,26 @@ class PythonSampler(ReportSource):
         self.arguments = dict(arguments or {})
         self.description = spec + "".join(f" {key}={value!r}" for key, value in self.arguments.items())
 
-    def draw(self, x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
         where = f"the sampler (input {x})"
-        try:
-            raw = self.function(x, n, rng, **self.arguments)
-        except Exception as error:
-            raise ValueError(f"{where} raised {type(error).__name__}: {_one_line(error)}") from None
+        raw = call_user(self.function, where, x, n, rng, **self.arguments)
         return as_report_array(raw, n, where)
 
 
 class CommandSampler(ReportSource):
     """A program reading inputs on stdin (one per line) and writing one report per line."""
 
-    def __init__(self, command: str, timeout: float | None = None):
+    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT):
         self.arguments = shlex.split(command)
         if not self.arguments:
             raise ValueError("--command is empty")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"--timeout must be a positive number of seconds, got {timeout}")
         self.description = command
         self.timeout = timeout
 
-    def draw(self, x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        timeout = self.timeout if timeout is None else min(timeout, self.timeout)
         environment = dict(os.environ, **{SEED_VARIABLE: str(int(rng.integers(2**63 - 1)))})
         where = f"command {self.description!r} (input {x})"
         try:
@@ -172,13 +285,14 @@ class CommandSampler(ReportSource):
                 capture_output=True,
                 text=True,
                 env=environment,
-                timeout=self.timeout,
+                timeout=timeout,
                 check=False,
             )
         except FileNotFoundError:
             raise ValueError(f"command {self.arguments[0]!r} not found") from None
         except subprocess.TimeoutExpired:
-            raise ValueError(f"{where} did not finish within {self.timeout:g} s") from None
+            raise ValueError(f"{where} did not answer {n} inputs within {timeout:.3g} s (--timeout, or the rest "
+                             "of --seconds)") from None
         if finished.returncode != 0:
             message = finished.stderr.strip().splitlines()
             detail = f": {message[-1]}" if message else ""
@@ -197,6 +311,8 @@ class ReportFile:
         self.path = Path(path)
         self.description = str(path)
         grouped: dict[int, list] = {x: [] for x in range(k)}
+        if not self.path.is_file():
+            raise ValueError(f"--reports {path}: no such file")
         with open(self.path, encoding="utf-8") as handle:
             seen_data = False
             for number, line in enumerate(handle, start=1):
@@ -220,24 +336,10 @@ class ReportFile:
         missing = [x for x, reports in grouped.items() if not reports]
         if len(missing) == k:
             raise ValueError(f"{path}: no input,report lines")
-        self.reports = {
+        self.reports = unify_reports({
             x: as_report_array(reports, len(reports), f"{path} (input {x})") for x, reports in grouped.items() if reports
-        }
+        })
         self.missing = missing
-
-
-def _hashable(report, where: str):
-    if isinstance(report, np.ndarray):
-        return tuple(report.ravel().tolist())
-    if isinstance(report, np.generic):
-        return report.item()
-    if isinstance(report, (list, tuple)):
-        return tuple(_hashable(part, where) for part in report)
-    try:
-        hash(report)
-    except TypeError:
-        raise ValueError(f"{where} returned an unhashable report of type {type(report).__name__}") from None
-    return report
 
 
 def _one_line(error: BaseException) -> str:

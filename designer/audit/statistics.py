@@ -12,6 +12,11 @@
 * Its p-value for ``H0: log P(S|x)/P(S|x') <= E``: the smallest ``a`` at which
   that bound exceeds ``E`` (the bound increases with ``a``, so this inverts the
   interval; valid by the argument above).
+* (epsilon, delta): a lower confidence bound on the hockey-stick difference
+  ``P(S|x) - exp(E) P(S|x')`` at error ``a``: ``L_x(a/2) - exp(E) U_x'(a/2)``
+  (the same union bound); ``H0: P(S|x) <= exp(E) P(S|x') + delta`` — approximate
+  LDP for the event S — is rejected when it exceeds ``delta``, and its p-value
+  inverts it the same way.
 * Holm (1979) step-down and Bonferroni corrections across the pairs tested;
   both control the family-wise error under any dependence between the tests.
 """
@@ -73,17 +78,29 @@ def log_ratio_lower_bound(count_x, trials_x, count_other, trials_other, error) -
         return np.log(lower) - np.log(upper)
 
 
-def excess_p_value(count_x, trials_x, count_other, trials_other, allowed) -> np.ndarray:
-    """p-value of ``H0: log P(S|x)/P(S|x') <= allowed``, by inverting :func:`log_ratio_lower_bound`.
+def hockey_stick_lower_bound(count_x, trials_x, count_other, trials_other, allowed, error) -> np.ndarray:
+    """Lower confidence bound on ``P(S|x) - exp(allowed) P(S|x')`` at total error ``error`` (split in halves)."""
+    half = np.asarray(error, float) / 2
+    lower = clopper_pearson_lower(count_x, trials_x, half)
+    upper = clopper_pearson_upper(count_other, trials_other, half)
+    return lower - np.exp(np.asarray(allowed, float)) * upper
 
-    The smallest error ``a`` at which the lower bound exceeds ``allowed``
-    (bisection on ``log a``; 1 when even ``a = 1`` does not reject).
+
+def excess_p_value(count_x, trials_x, count_other, trials_other, allowed, delta: float = 0.0) -> np.ndarray:
+    """p-value of ``H0: P(S|x) <= exp(allowed) P(S|x') + delta`` (``delta = 0``: the log-ratio test).
+
+    Inverts :func:`log_ratio_lower_bound` (``delta = 0``) or
+    :func:`hockey_stick_lower_bound`: the smallest error ``a`` at which the lower
+    bound exceeds ``allowed`` (resp. ``delta``); bisection on ``log a``, 1 when even
+    ``a = 1`` does not reject.
     """
     shape = np.broadcast(np.asarray(count_x), np.asarray(allowed)).shape
     arrays = [np.broadcast_to(np.asarray(v, float), shape) for v in (count_x, trials_x, count_other, trials_other)]
     allowed = np.broadcast_to(np.asarray(allowed, float), shape)
 
     def rejects(error):
+        if delta > 0:
+            return hockey_stick_lower_bound(*arrays, allowed, error) > delta
         return log_ratio_lower_bound(*arrays, error) > allowed
 
     at_one = rejects(np.ones(shape))

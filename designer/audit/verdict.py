@@ -30,11 +30,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
 from designer.audit.power import POWER, detectable_excess
+from designer.audit.sources import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
     excess_p_value,
+    hockey_stick_lower_bound,
     holm_rejections,
     log_ratio_lower_bound,
 )
@@ -66,6 +69,9 @@ class PairResult:
     p_value: float
     violated: bool
     predicted_lower_bound: float
+    detectable_excess: float = math.inf
+    attack: str = ""
+    hockey_stick_lower_bound: float = -math.inf
 
     @property
     def log_ratio(self) -> float:
@@ -81,6 +87,7 @@ class PairResult:
             "x": self.x,
             "x_prime": self.x_prime,
             "E": _number(self.allowed),
+            "attack": self.attack,
             "event": self.event,
             "count_x": self.count_x,
             "reports_x": self.trials_x,
@@ -90,6 +97,8 @@ class PairResult:
             "lower_bound": _number(self.lower_bound),
             "p_value": self.p_value,
             "violated": self.violated,
+            "detectable_excess": _number(self.detectable_excess),
+            "hockey_stick_lower_bound": self.hockey_stick_lower_bound,
         }
 
 
@@ -111,9 +120,14 @@ class AuditResult:
     reports_per_input : dict[int, int]
     train_fraction : float
     detectable_excess : float
-        Smallest ``delta`` such that a log-ratio ``E + delta`` of the best pair's
-        event (its probability under x held fixed) would have been detected with
+        The best pair's :attr:`PairResult.detectable_excess`: the smallest
+        ``delta`` such that a log-ratio ``E + delta`` on an event of the kind and
+        probability under x of that pair's witness would have been detected with
         probability :data:`~designer.audit.power.POWER` (normal approximation).
+        It says nothing of events the attacks cannot express.
+    lower_bounds : ndarray (k, k)
+        The empirical E matrix (:func:`lower_bound_matrix`): simultaneous lower
+        confidence bounds on every pair's privacy loss.
     space : EventSpace
     outputs : OutputSpace or None
         The finite output space when the reports have one (for :mod:`designer.audit.loop`).
@@ -129,7 +143,9 @@ class AuditResult:
     reports_per_input: dict[int, int]
     train_fraction: float
     detectable_excess: float
+    lower_bounds: np.ndarray = field(repr=False)
     space: EventSpace = field(repr=False)
+    delta: float = 0.0
     outputs: OutputSpace | None = field(repr=False, default=None)
     encoded: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
 
@@ -157,17 +173,23 @@ class AuditResult:
             "pairs_tested": len(self.pairs),
             "reports_per_input": {"min": min(counts), "max": max(counts)},
             "train_fraction": self.train_fraction,
+            "delta": self.delta,
             "largest_lower_bound": _number(self.best.lower_bound),
             "largest_lower_bound_pair": [self.best.x, self.best.x_prime],
-            "detectable_excess": _number(self.detectable_excess),
+            # a power statement is reassurance: none next to a violation
+            "detectable_excess": None if self.violated else _number(self.detectable_excess),
             "detection_probability": POWER,
+            "lower_bounds": [[_number(value) for value in row] for row in self.lower_bounds.tolist()],
             "violations": [pair.to_dict() for pair in self.violations],
             "pairs": [pair.to_dict() for pair in self.pairs],
         }
 
 
-def check_settings(confidence: float, correction: str, max_pairs: int | None, train_fraction: float) -> None:
+def check_settings(confidence: float, correction: str, max_pairs: int | None, train_fraction: float,
+                   delta: float = 0.0) -> None:
     """Refuse settings outside their ranges (before any report is drawn)."""
+    if not 0 <= delta < 1:
+        raise ValueError(f"--delta must be in [0, 1), got {delta}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if correction not in CORRECTIONS:
@@ -189,6 +211,12 @@ def audit_reports(
     support: Callable | None = None,
     support_arguments: dict | None = None,
     alphabet: int | None = None,
+    attacks: tuple[str, ...] | None = None,
+    features: Callable | None = None,
+    features_arguments: dict | None = None,
+    second_stage: Callable[[list[int]], dict[int, np.ndarray]] | None = None,
+    planned_fresh: int | None = None,
+    delta: float = 0.0,
 ) -> AuditResult:
     """Test E-LDP on reports of every input (see the module docstring).
 
@@ -209,26 +237,49 @@ def audit_reports(
         Events from the support of hashed reports (:class:`~designer.audit.events.SupportSpace`).
     alphabet : int, optional
         Declared output alphabet ``0..alphabet-1``: a report outside it is an error.
+    attacks : tuple of "logistic", "boosted", optional
+        Learned attacks (:mod:`designer.audit.attacks`) added to the event space; ``()``: none;
+        default :func:`~designer.audit.attacks.default_attacks` of the number of reports.
+    features : callable ``features(reports, **features_arguments) -> (n, f) numbers``, optional
+        Domain features appended to the learned attacks' features.
+    second_stage : callable ``inputs -> {input: fresh reports}``, optional
+        Adaptive budget (:func:`designer.audit.adaptive.adaptive_audit`): ``reports``
+        are all training (the pilot); once the pairs to test are chosen, the fresh
+        reports are drawn by this callable for the inputs of those pairs only.
+    planned_fresh : int, optional
+        With ``second_stage``: the fresh reports per input the events are chosen for.
+    delta : float in [0, 1)
+        Audit (E, delta)-LDP: a pair violates when ``P(S|x) > exp(E) P(S|x') + delta``
+        (the hockey-stick divergence of the event exceeds delta); 0: pure E-LDP.
 
     Returns
     -------
     AuditResult
     """
-    check_settings(confidence, correction, max_pairs, train_fraction)
+    check_settings(confidence, correction, max_pairs, train_fraction, delta)
     k = privacy.k
     rng = np.random.default_rng(rng)
-    train, test = {}, {}
+    reports = unify_reports(reports)
+    train, test, planned = {}, {}, {}
     for x, values in sorted(reports.items()):
         if not 0 <= x < k:
             raise ValueError(f"reports of input {x}, outside 0..{k - 1} (E is {k} x {k})")
         if len(values) < 2:
             raise ValueError(f"input {x} has {len(values)} report(s); at least 2 are needed (training and fresh split)")
         shuffled = values[rng.permutation(len(values))]
+        if second_stage is not None:  # the pilot trains; the fresh reports come later
+            train[x], planned[x] = shuffled, planned_fresh
+            continue
         cut = min(max(1, int(train_fraction * len(values))), len(values) - 1)
         train[x], test[x] = shuffled[:cut], shuffled[cut:]
+        planned[x] = len(test[x])
     space = choose_space(list(train.values()), [reports[x] for x in train], support, support_arguments, k, alphabet)
+    if attacks is None:
+        attacks = default_attacks(sum(len(values) for values in reports.values()))
+    learned = learned_space(train, tuple(attacks), features, features_arguments, int(rng.integers(2**31)))
+    if learned is not None:
+        space = EitherSpace((space.spaces if isinstance(space, EitherSpace) else [space]) + [learned])
     encoded_train = {x: space.encode(values) for x, values in train.items()}
-    encoded_test = {x: space.encode(values) for x, values in test.items()}
 
     allowed = privacy.epsilon
     candidates = [
@@ -246,9 +297,12 @@ def audit_reports(
     events = {}
     for x, x_prime in screened:
         events[x, x_prime] = space.select(
-            x, x_prime, encoded_train[x], encoded_train[x_prime], error, len(test[x]), len(test[x_prime])
+            x, x_prime, encoded_train[x], encoded_train[x_prime], error, planned[x], planned[x_prime]
         )
     order = sorted(screened, key=lambda pair: -(events[pair].predicted_lower_bound - allowed[pair]))[:tested]
+    if second_stage is not None:
+        test = _second_stage(second_stage, order, train, space)
+    encoded_test = {x: space.encode(values) for x, values in test.items()}
 
     counts_x = np.array([events[pair].count(encoded_test[pair[0]]) for pair in order])
     counts_other = np.array([events[pair].count(encoded_test[pair[1]]) for pair in order])
@@ -256,26 +310,32 @@ def audit_reports(
     trials_other = np.array([len(test[x_prime]) for _, x_prime in order])
     limits = np.array([allowed[pair] for pair in order])
     bounds = log_ratio_lower_bound(counts_x, trials_x, counts_other, trials_other, error)
-    p_values = excess_p_value(counts_x, trials_x, counts_other, trials_other, limits)
+    p_values = excess_p_value(counts_x, trials_x, counts_other, trials_other, limits, delta)
+    hockey = hockey_stick_lower_bound(counts_x, trials_x, counts_other, trials_other, limits, error)
     reject = holm_rejections if correction == "holm" else bonferroni_rejections
     rejected = reject(p_values, 1 - confidence)
 
+    excesses = [
+        detectable_excess(counts_x[i] / trials_x[i], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error)
+        for i in range(len(order))
+    ]
     pairs = [
         PairResult(
             x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
             count_x=int(counts_x[i]), trials_x=int(trials_x[i]), count_other=int(counts_other[i]),
             trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
             violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
+            detectable_excess=excesses[i], attack=events[x, x_prime].attack,
+            hockey_stick_lower_bound=float(hockey[i]),
         )
         for i, (x, x_prime) in enumerate(order)
     ]
     pairs.sort(key=lambda pair: -(pair.lower_bound - pair.allowed))
-    best = pairs[0]
-    probability = best.count_x / best.trials_x
-    excess = detectable_excess(probability, best.trials_x, best.trials_other, best.allowed, error)
+    audited = [pair for pair in screened if pair[0] in test and pair[1] in test]
+    lower_bounds = lower_bound_matrix(k, audited, events, encoded_test, {x: len(test[x]) for x in test}, confidence)
     outputs = output_component(space)
     everything = {}
-    if outputs is not None:
+    if outputs is not None and second_stage is None:
         position, output_space = outputs
         everything = {x: np.concatenate([_part(encoded_train[x], position), _part(encoded_test[x], position)]) for x in train}
     return AuditResult(
@@ -285,23 +345,72 @@ def audit_reports(
         pairs=pairs,
         pairs_constrained=len(candidates),
         event_space=space.kind,
-        reports_per_input={x: len(values) for x, values in reports.items()},
+        reports_per_input={x: len(train[x]) + len(test.get(x, ())) for x in train},
         train_fraction=train_fraction,
-        detectable_excess=excess,
+        detectable_excess=pairs[0].detectable_excess,
+        lower_bounds=lower_bounds,
         space=space,
+        delta=delta,
         outputs=None if outputs is None else outputs[1],
         encoded=everything,
     )
 
 
+def _second_stage(draw: Callable, order: list, train: dict, space: EventSpace) -> dict[int, np.ndarray]:
+    """Fresh reports of the inputs of the tested pairs, in the representation of the pilot."""
+    involved = sorted({x for pair in order for x in pair})
+    fresh = draw(involved)
+    text = any(is_text(values) for values in train.values())
+    outputs = output_component(space)
+    if outputs is not None:  # a value the pilot never showed is in no chosen event
+        outputs[1].unseen_cell = -1
+    drawn = {}
+    for x in involved:
+        values = fresh[x]
+        if text and not is_text(values):
+            values = as_text(values)
+        elif not text and is_text(values):
+            raise ValueError(f"input {x}: text reports appeared after a pilot of numbers only; audit without "
+                             "--adaptive or with a larger pilot (--train-fraction)")
+        drawn[x] = values
+    return drawn
+
+
+def lower_bound_matrix(k: int, pairs: list, events: dict, encoded_test: dict, sizes: dict, confidence: float) -> np.ndarray:
+    """``L[x, x']``: lower confidence bounds on the privacy loss ``sup_S log P(S|x)/P(S|x')``, all pairs at once.
+
+    Each pair's event (chosen on training) is counted on the fresh split; the
+    Clopper–Pearson bound of its log-ratio at error ``(1 - confidence) / len(pairs)``
+    (Bonferroni) holds for all pairs together with probability at least
+    ``confidence`` — LDP-Auditor's empirical epsilon for every pair. The loss is
+    at least 0 (the whole output space has ratio 1), so ``L >= 0``; pairs not
+    audited (E infinite, no reports, not screened) stay at 0.
+    """
+    lower = np.zeros((k, k))
+    if not pairs:
+        return lower
+    error = (1 - confidence) / len(pairs)
+    counts_x = np.array([events[pair].count(encoded_test[pair[0]]) for pair in pairs])
+    counts_other = np.array([events[pair].count(encoded_test[pair[1]]) for pair in pairs])
+    trials_x = np.array([sizes[x] for x, _ in pairs])
+    trials_other = np.array([sizes[x_prime] for _, x_prime in pairs])
+    bounds = log_ratio_lower_bound(counts_x, trials_x, counts_other, trials_other, error)
+    rows, columns = np.array(pairs).T
+    lower[rows, columns] = np.maximum(bounds, 0.0)
+    return lower
+
+
 def _screen(candidates: list, space: EventSpace, encoded_train: dict, allowed: np.ndarray) -> list:
     """All candidate pairs, or for a large k and an output space the most promising on training."""
-    if len(candidates) <= MAX_SCREENED_PAIRS or not isinstance(space, OutputSpace):
+    outputs = output_component(space)
+    if len(candidates) <= MAX_SCREENED_PAIRS or outputs is None:
         return candidates
     from solvers.maxplus import max_log_ratio
 
+    position, space = outputs
     inputs = sorted(encoded_train)
-    histograms = np.array([np.bincount(encoded_train[x], minlength=space.n_outputs) + 0.5 for x in inputs])
+    histograms = np.array([np.bincount(_part(encoded_train[x], position), minlength=space.n_outputs) + 0.5
+                           for x in inputs])
     ratios, _ = max_log_ratio(histograms / histograms.sum(axis=1, keepdims=True))
     position = {x: i for i, x in enumerate(inputs)}
     score = {pair: ratios[position[pair[0]], position[pair[1]]] - allowed[pair] for pair in candidates}

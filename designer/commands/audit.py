@@ -21,6 +21,8 @@ from designer.commands import guarded, print_json
 
 VIOLATED = 1
 NOT_CLOSED = 3
+#: Below this ``--seconds``, the learned attacks are off unless ``--attacks`` asks for them.
+LEARNED_MIN_SECONDS = 10.0
 
 
 class Correction(str, Enum):
@@ -36,15 +38,23 @@ def audit_command(
     command: str = typer.Option(None, "--command", help="A program: reads one input per line on stdin, writes one report per line."),
     reports_file: Path = typer.Option(None, "--reports", help="A file of input,report lines."),
     support: str = typer.Option(None, "--support", help="Support function module:function, f(reports, z, **args) -> bools (hashed reports)."),
+    attacks: str = typer.Option(None, "--attacks", help="Learned attacks: logistic,boosted or none (default: both up to 400,000 reports, then logistic)."),
+    features: str = typer.Option(None, "--features", help="User features module:function, f(reports, **args) -> one row of numbers per report."),
     reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
-    seconds: float = typer.Option(None, "--seconds", help="Draw reports for this many seconds instead."),
+    seconds: float = typer.Option(None, "--seconds", help="Spend this many seconds on the whole audit instead."),
+    max_memory: float = typer.Option(2.0, "--max-memory", help="GB the reports may take (a larger budget is refused up front)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds a --command program may take per batch of inputs."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
+    delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
     max_pairs: int = typer.Option(8, "--max-pairs", help="Pairs tested, chosen on the training split (0: all)."),
     train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
     alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
+    lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
+    plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -71,11 +81,14 @@ def audit_command(
     chosen = [option for option, value in (("--sampler", sampler), ("--command", command), ("--reports", reports_file)) if value]
     if len(chosen) != 1:
         raise ValueError("give exactly one source of reports: --sampler, --command or --reports")
-    if arguments and not (sampler or support):
-        raise ValueError("--arg applies to --sampler and --support")
+    if arguments and not (sampler or support or features):
+        raise ValueError("--arg applies to --sampler, --support and --features")
+    chosen_attacks = parse_attacks(attacks)
+    if chosen_attacks is None and seconds is not None and seconds < LEARNED_MIN_SECONDS:
+        chosen_attacks = ()  # fitting the classifiers would not fit in a short time budget
     if alphabet is not None and alphabet < 1:
         raise ValueError(f"--alphabet must be >= 1, got {alphabet}")
-    check_settings(confidence, correction.value, max_pairs, train_fraction)
+    check_settings(confidence, correction.value, max_pairs, train_fraction, delta)
     privacy = read_privacy_matrix(e_file)
     k = privacy.k
     declared_channel = read_channel(declared) if declared else None
@@ -87,34 +100,49 @@ def audit_command(
         alphabet = declared_channel.n_outputs
     extra = parse_arguments(arguments)
     support_function = load_callable(support, "support function") if support else None
+    features_function = load_callable(features, "features function") if features else None
     rng = np.random.default_rng(seed)
     console = Console(stderr=True)
 
+    options = dict(
+        confidence=confidence, correction=correction.value, max_pairs=max_pairs, support=support_function,
+        support_arguments=extra, alphabet=alphabet, attacks=chosen_attacks, features=features_function,
+        features_arguments=_accepted(features_function, extra), delta=delta,
+    )
+    if adaptive and (reports_file or declared or channel_out):
+        raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
+                         "--command, and estimates no channel (--declared, --channel-out)")
     if reports_file:
         if reports_per_input is not None or seconds is not None:
             raise ValueError("--reports-per-input and --seconds apply to --sampler and --command, not --reports")
         source = ReportFile(reports_file, k)
         reports = source.reports
+        result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
     else:
-        budget = Budget(reports_per_input, seconds)
-        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command)
+        budget = Budget(reports_per_input, seconds, max_memory * 2**30)
+        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command, timeout)
         with Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
             console=console, transient=True, disable=not console.is_terminal,
         ) as progress:
             task = progress.add_task("draw", total=1.0)
-            reports = collect_reports(source, k, budget, rng, lambda fraction: progress.update(task, completed=fraction))
+            advance = lambda fraction: progress.update(task, completed=fraction)  # noqa: E731
+            if adaptive:
+                from designer.audit.adaptive import adaptive_audit
 
-    result = audit_reports(
-        reports, privacy, confidence=confidence, correction=correction.value, max_pairs=max_pairs,
-        train_fraction=train_fraction, rng=rng, support=support_function, support_arguments=extra, alphabet=alphabet,
-    )
-    estimate = loop = None
+                reports = {}
+                result = adaptive_audit(source, privacy, budget, rng, train_fraction, advance, **options)
+            else:
+                reports = collect_reports(source, k, budget, rng, advance)
+        if not adaptive:
+            result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
+    estimate = loop = hint = None
     if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
         counts = output_counts(result.encoded, k, result.outputs.n_outputs)
         estimate = estimate_channel(counts, confidence)
         if declared_channel is not None:
             loop = close_loop(counts, declared_channel, privacy, confidence)
+            hint = rounding_hint(declared_channel, privacy, loop.certificate)
     elif declared_channel is not None:
         raise ValueError("--declared needs reports of every input (the channel is tested row by row)")
     if channel_out is not None:
@@ -124,9 +152,15 @@ def audit_command(
             )
         write_matrix_csv(channel_out, estimate.matrix)
 
+    if lower_bounds_out is not None:
+        write_matrix_csv(lower_bounds_out, result.lower_bounds)
+    if plot is not None:
+        from designer.audit.plot import plot_lower_bounds
+
+        plot_lower_bounds(result.lower_bounds, privacy.epsilon, plot, f"{source.description} against {e_file}")
     missing = getattr(source, "missing", [])  # inputs of a --reports file without reports
     if as_json:
-        payload = {"source": source.description, "E": str(e_file), "k": k, **result.to_dict()}
+        payload = {"source": source.description, "E": str(e_file), "k": k, "adaptive": adaptive, **result.to_dict()}
         if missing:
             payload["inputs_without_reports"] = missing
         if estimate is not None:
@@ -134,9 +168,12 @@ def audit_command(
             payload["outputs"] = [_label(value) for value in result.outputs.values]
         if loop is not None:
             payload["declared"] = {"file": str(declared), **loop.to_dict()}
+            if hint:
+                payload["declared"]["hint"] = hint
         print_json(payload)
     else:
-        _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing)
+        _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing,
+                hint)
     if result.violated:
         raise typer.Exit(VIOLATED)
     if loop is not None and not loop.closed:
@@ -144,8 +181,8 @@ def audit_command(
 
 
 def _report(result, estimate, loop, source: str, e_name: str, declared: Path | None, out: Console,
-            missing: list[int]) -> None:
-    from designer.audit.power import POWER
+            missing: list[int], hint: str | None) -> None:
+    import numpy as np
 
     colour = "red" if result.violated else "green"
     out.print(f"[bold {colour}]{result.verdict.upper()}[/]: {escape(source)} against E = {escape(e_name)}")
@@ -160,10 +197,12 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
         out.print(f"  note: no reports of inputs {missing[:20]}{' ...' if len(missing) > 20 else ''}: their pairs were not tested")
     for pair in result.violations[:10]:
         out.print(escape(
-            f"  violated: x={pair.x} x'={pair.x_prime} event {{{pair.event}}}: {pair.count_x}/{pair.trials_x} vs "
+            f"  violated: x={pair.x} x'={pair.x_prime} ({pair.attack}) event {{{pair.event}}}: {pair.count_x}/{pair.trials_x} vs "
             f"{pair.count_other}/{pair.trials_other}; log P(S|x)/P(S|x') estimated {pair.log_ratio:.4g} > "
             f"E = {pair.allowed:.4g}, p = {pair.p_value:.3g} ({result.correction}); "
             f"simultaneous lower bound {pair.lower_bound:.4g}"
+            + (f"; P(S|x) - e^E P(S|x') >= {pair.hockey_stick_lower_bound:.4g} > delta = {result.delta:g}"
+               if result.delta else "")
         ))
     if len(result.violations) > 10:
         out.print(f"  ... and {len(result.violations) - 10} more violated pairs")
@@ -175,12 +214,16 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
             f"{best.count_other}/{best.trials_other}"
         ))
         out.print("  no violation found is not a certificate: sampling cannot prove privacy")
-    excess = result.detectable_excess
-    power = f"{excess:.3g}" if math.isfinite(excess) else "no finite excess"
-    out.print(
-        f"  power: {power} over E would have been detected with probability {POWER:g} "
-        "(best pair's event, normal approximation)"
-    )
+        if result.delta:
+            out.print(f"  (E, delta) audit, delta = {result.delta:g}: no power statement (it is stated for pure E-LDP)")
+        else:
+            _report_power(result, out)
+    off_diagonal = result.lower_bounds[~np.eye(len(result.lower_bounds), dtype=bool)]
+    if off_diagonal.size:
+        out.print(
+            f"  empirical E (simultaneous {result.confidence:g} lower bounds on every audited pair's privacy loss): "
+            f"{off_diagonal.min():.4g} to {off_diagonal.max():.4g} (--lower-bounds-out writes the matrix)"
+        )
     if estimate is not None:
         shape = estimate.matrix.shape
         out.print(
@@ -198,8 +241,80 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
         certificate = loop.certificate
         state = "is E-LDP (exact proof)" if certificate.certified else "is NOT E-LDP (exact)"
         out.print(escape(f"  {declared} {state}: margin {certificate.margin:.6g}"))
+        if hint:
+            out.print(escape(f"  hint: {hint}"))
         if loop.closed:
             out.print("  [bold green]loop closed[/]: the code matches this matrix, and this matrix is E-LDP")
+
+
+def _report_power(result, out: Console) -> None:
+    """Power per tested pair, for the kind of event its attack found (never next to a violation)."""
+    from designer.audit.power import POWER
+
+    finite = [pair for pair in result.pairs if math.isfinite(pair.detectable_excess)]
+    if not finite:
+        out.print("  power: no tested pair's event would reveal a finite excess over E at this budget")
+        return
+    finite.sort(key=lambda pair: pair.detectable_excess)
+    low, high = finite[0], finite[-1]
+    out.print(escape(
+        f"  power, per tested pair, for events of the kind its attack found (as likely under x as its witness): "
+        f"an excess over E of {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to "
+        f"{high.detectable_excess:.3g} (x={high.x} x'={high.x_prime}) would have been detected with probability "
+        f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
+        "untested pairs or for events the attacks cannot express"
+    ))
+
+
+def rounding_hint(declared, privacy, certificate) -> str | None:
+    """Why a decimal matrix failed, when it fails only by the rounding of its decimals."""
+    from designer.certify import certify
+
+    if certificate.certified or not declared.is_exact:
+        return None
+    denominators = [value.denominator for value in declared.exact_matrix.ravel()]
+    if not any(_is_decimal_denominator(d) and d > 1 for d in denominators):
+        return None
+    if not certify(declared.matrix, privacy).certified:
+        return None
+    return (
+        f"the matrix fails only by the rounding of its decimals (margin {certificate.margin:.3g}): decimals are "
+        "read exactly as written; write the entries as fractions (e.g. 1/3) to certify the intended matrix"
+    )
+
+
+def _is_decimal_denominator(denominator: int) -> bool:
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
+
+
+def parse_attacks(text: str | None) -> tuple[str, ...] | None:
+    """``--attacks``: None (the default set), ``()`` for ``none``, else the named models."""
+    from designer.audit.attacks import MODELS
+
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if names == ("none",):
+        return ()
+    unknown = [name for name in names if name not in MODELS]
+    if unknown or not names:
+        raise ValueError(f"--attacks {text!r}: expected none or a comma-separated subset of {', '.join(MODELS)}")
+    return names
+
+
+def _accepted(function, arguments: dict) -> dict:
+    """The ``--arg`` values a function takes by name (all of them if it takes ``**keywords``)."""
+    import inspect
+
+    if function is None:
+        return {}
+    parameters = inspect.signature(function).parameters
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return arguments
+    return {key: value for key, value in arguments.items() if key in parameters}
 
 
 def _label(value):

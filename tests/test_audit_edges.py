@@ -1,0 +1,170 @@
+"""The audit at its edges: budgets checked up front, samplers that exit or hang, mixed and malformed reports,
+honest power lines, decimal declared matrices."""
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from designer.audit import Budget, collect_reports
+from designer.audit.sources import as_report_array, unify_reports
+from designer.cli import app
+
+runner = CliRunner()
+FIXTURES = Path(__file__).parent / "fixtures" / "audit"
+SAMPLERS = FIXTURES / "samplers.py"
+
+
+def write_E(path: Path, k: int, eps: str) -> Path:
+    path.write_text("\n".join(",".join("0" if i == j else eps for j in range(k)) for i in range(k)) + "\n")
+    return path
+
+
+def audit(*arguments):
+    return runner.invoke(app, ["audit", *map(str, arguments)])
+
+
+def one_line_error(result, fragment: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture
+def E4(tmp_path):
+    return write_E(tmp_path / "E.csv", 4, "1")
+
+
+@pytest.mark.parametrize("arguments, fragment", [
+    (["--seconds", "inf"], "--seconds must be > 0 and at most 86400"),
+    (["--seconds", "nan"], "--seconds must be > 0"),
+    (["--reports-per-input", str(10**11)], "needs about 1.19e+04 GB of memory"),
+    (["--reports-per-input", "100000", "--max-memory", "0.001"], "more than --max-memory 0.001 GB"),
+])
+def test_budgets_are_checked_before_drawing(E4, arguments, fragment):
+    start = time.perf_counter()
+    result = audit("--E", E4, "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4", *arguments)
+    one_line_error(result, fragment)
+    assert time.perf_counter() - start < 5
+
+
+def test_time_budget_covers_the_whole_run(E4):
+    start = time.perf_counter()
+    result = audit("--E", E4, "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4", "--seconds", 1,
+                   "--json")
+    elapsed = time.perf_counter() - start
+    assert result.exit_code == 0, result.output
+    drawn = json.loads(result.stdout)["reports_per_input"]["max"]
+    assert 64 <= drawn <= 400_000 / 4 and elapsed < 3
+
+
+def test_a_program_that_never_answers_times_out(E4):
+    start = time.perf_counter()
+    one_line_error(audit("--E", E4, "--command", "sleep 30", "--reports-per-input", 100, "--timeout", 0.5),
+                   "did not answer 100 inputs within 0.5 s")
+    one_line_error(audit("--E", E4, "--command", "sleep 30", "--seconds", 0.5), "did not answer 64 inputs")
+    assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize("code", [0, 1, 3])
+def test_a_sampler_that_exits_is_bad_input(E4, code):
+    result = audit("--E", E4, "--sampler", f"{SAMPLERS}:exits", "--arg", f"code={code}", "--reports-per-input", 10)
+    one_line_error(result, f"the sampler (input 0) called sys.exit({code}) instead of returning")
+
+
+@pytest.mark.parametrize("sampler, fragment", [
+    ("uneven_vectors", "reports of input 2 are vectors of 4 coordinates, those of input 0 are vectors of 3"),
+    ("one_short_vector", "the sampler (input 1): report 99 has 2 coordinates, report 0 has 3"),
+    ("with_nan", "the sampler (input 0): report 50 is NaN"),
+    ("with_none", "the sampler (input 0): report 5 is missing (None)"),
+])
+def test_malformed_reports_name_the_input_and_the_report(E4, sampler, fragment):
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100), fragment)
+
+
+def test_missing_report_file_is_named(E4, tmp_path):
+    one_line_error(audit("--E", E4, "--reports", tmp_path / "absent.csv"), f"--reports {tmp_path / 'absent.csv'}: no such file")
+
+
+def test_mixed_reports_are_text_and_a_rare_text_report_is_a_leak(E4):
+    """Integers and text together: the alphabet is the text of the values; "trace" (only from input 3) is caught."""
+    mixed = as_report_array([0, 1, "trace"], 3, "test")
+    assert mixed.dtype == object and mixed.tolist() == ["0", "1", "trace"]
+    unified = unify_reports({0: np.array([0, 2]), 1: mixed})
+    assert unified[0].tolist() == ["0", "2"]
+    result = audit("--E", E4, "--sampler", f"{SAMPLERS}:tagged", "--arg", "eps=1", "--arg", "k=4", "--arg", "rate=0.05",
+                   "--reports-per-input", 4000, "--seed", 3, "--json")
+    assert result.exit_code == 1, result.output
+    payload = json.loads(result.stdout)
+    assert "'trace'" in payload["violations"][0]["event"] and payload["violations"][0]["x"] == 3
+    assert payload["violations"][0]["count_x_prime"] == 0
+    assert "trace" in payload["outputs"] and "0" in payload["outputs"]
+    assert payload["detectable_excess"] is None  # no power statement next to a violation
+
+
+def test_no_power_line_next_to_a_violation_and_per_pair_power_otherwise(E4, tmp_path):
+    common = ["--sampler", f"{SAMPLERS}:grr", "--arg", "k=4", "--reports-per-input", 6000, "--seed", 2]
+    violated = audit("--E", write_E(tmp_path / "E05.csv", 4, "0.5"), *common, "--arg", "eps=1")
+    assert violated.exit_code == 1 and "power" not in violated.stdout.replace("test_no_power", ""), violated.stdout
+    honest = audit("--E", E4, *common, "--arg", "eps=1", "--json")
+    pairs = json.loads(honest.stdout)["pairs"]
+    excesses = [pair["detectable_excess"] for pair in pairs]
+    assert all(isinstance(value, float) and 0 < value < 1 for value in excesses)
+    text = audit("--E", E4, *common, "--arg", "eps=1")
+    assert "per tested pair" in text.stdout and "events the attacks cannot express" in text.stdout
+
+
+def test_a_decimal_declared_matrix_failing_by_rounding_gets_a_hint(tmp_path):
+    E = write_E(tmp_path / "Elog3.csv", 4, "log(3)")
+    declared = tmp_path / "decimals.csv"
+    declared.write_text("\n".join(",".join("0.5" if i == j else "0.16666666666666666" for j in range(4))
+                                  for i in range(4)) + "\n")
+    result = audit("--E", E, "--declared", declared, "--sampler", f"{SAMPLERS}:grr", "--arg",
+                   f"eps={float(np.log(3))!r}", "--arg", "k=4", "--reports-per-input", 3000, "--seed", 1)
+    assert result.exit_code == 3, result.output
+    assert "is NOT E-LDP (exact)" in result.stdout and "write the entries as fractions" in result.stdout
+    fractions = tmp_path / "fractions.csv"
+    fractions.write_text("\n".join(",".join("1/2" if i == j else "1/6" for j in range(4)) for i in range(4)) + "\n")
+    closed = audit("--E", E, "--declared", fractions, "--sampler", f"{SAMPLERS}:grr", "--arg",
+                   f"eps={float(np.log(3))!r}", "--arg", "k=4", "--reports-per-input", 3000, "--seed", 1)
+    assert closed.exit_code == 0 and "hint" not in closed.stdout
+
+
+def test_collect_draws_a_probe_then_the_budget():
+    calls = []
+
+    class Source:
+        description = "counting"
+
+        def draw(self, x, n, rng, timeout=None):
+            calls.append((x, n))
+            return np.zeros(n, dtype=np.int64)
+
+    reports = collect_reports(Source(), 3, Budget(reports_per_input=1000), np.random.default_rng(0))
+    assert {x: len(values) for x, values in reports.items()} == {0: 1000, 1: 1000, 2: 1000}
+    assert calls[0] == (0, 256)
+    with pytest.raises(ValueError, match=r"needs about 0\.0358 GB of memory \(1,200,000 reports of about 8 bytes"):
+        collect_reports(Source(), 3, Budget(reports_per_input=400_000, max_memory=2**20), np.random.default_rng(0))
+
+
+def test_epsilon_delta_audit_uses_the_hockey_stick(E4):
+    """GRR at eps = 1 that sends its input in clear 5% of the time: violates (1, 0.01), not (1, 0.1)."""
+    from designer.audit.statistics import clopper_pearson_lower, clopper_pearson_upper, hockey_stick_lower_bound
+
+    bound = hockey_stick_lower_bound(60, 1000, 10, 1000, 1.0, 0.05)
+    assert bound == pytest.approx(clopper_pearson_lower(60, 1000, 0.025) - np.e * clopper_pearson_upper(10, 1000, 0.025))
+    common = ["--E", E4, "--sampler", f"{SAMPLERS}:clear_text", "--arg", "eps=1", "--arg", "k=4", "--arg", "rate=0.05",
+              "--reports-per-input", 4000, "--seed", 5, "--attacks", "none"]
+    pure = audit(*common, "--json")
+    assert pure.exit_code == 1 and json.loads(pure.stdout)["delta"] == 0
+    small = audit(*common, "--delta", 0.01, "--json")
+    assert small.exit_code == 1, small.output
+    witness = json.loads(small.stdout)["violations"][0]
+    assert witness["event"].startswith("report = 'clear") and 0.01 < witness["hockey_stick_lower_bound"] < 0.05
+    large = audit(*common, "--delta", 0.1)
+    assert large.exit_code == 0 and "no power statement" in large.stdout
+    one_line_error(audit(*common, "--delta", 1.5), "--delta must be in [0, 1)")
