@@ -6,7 +6,7 @@ solver libraries print from C++: highspy 1.16 writes its banner ("Running HiGHS
 constructor enables callbacks, which logs the header), before any option can be
 set, and CVXPY constructs ``Highs()`` inside ``Problem.solve``. HiGHS's documented
 switch, ``output_flag = false``, silences everything after it is set
-(ERGO-Code/HiGHS issue 1702), so every solver is built here with the process's
+(ERGO-Code/HiGHS#1702), so every solver is built here with the process's
 file descriptor 1 pointed at the null device, and ``output_flag`` is set before
 the model is passed.
 """

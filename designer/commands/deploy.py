@@ -204,6 +204,16 @@ def _record_shuffle(document: dict, shuffle_n, delta, population) -> None:
         add_shuffle_member(document, shuffle_n, delta, population)
 
 
+def finish_package(document: dict, out: Path, key, shuffle: tuple) -> dict:
+    """Record the shuffled guarantee if asked (``shuffle`` = n, delta, population), sign, write atomically; the package."""
+    from designer.deploy.package import write_package
+
+    _record_shuffle(document, *shuffle)
+    document = seal(document, key)
+    write_package(out, document)
+    return document
+
+
 def describe_package(document: dict, out: Path, console: Console) -> None:
     """Print what a package holds: size, rounding method, loss, hash."""
     utility = document["utility"]
@@ -261,13 +271,9 @@ def package_command(
         prior = read_vector(prior_file, "prior")
         if prior.size != privacy.k or (prior < 0).any() or abs(prior.sum() - 1) > 1e-9:
             raise ValueError(f"{prior_file}: the prior must have {privacy.k} non-negative entries summing to 1")
-    from designer.deploy.package import write_package
-
     prior_name = "uniform" if prior_file is None else (prior_file.name if prior_file.name != "uniform" else "file uniform")
     document = certified_package(channel, privacy, bits, out, prior, prior_name)
-    _record_shuffle(document, shuffle_n, shuffle_delta, population)
-    document = seal(document, key)
-    write_package(out, document)
+    document = finish_package(document, out, key, (shuffle_n, shuffle_delta, population))
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],
                     "certificate": {key: document["certificate"][key] for key in ("verdict", "mode", "margin")}})
@@ -373,7 +379,6 @@ def package_hadamard_command(
     population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Package block Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
-    from designer.deploy.package import write_package
     from designer.deploy.structured import build_hadamard_package, parse_block_sizes
 
     _check_shuffle_options(shuffle_n, shuffle_delta, population)
@@ -383,9 +388,7 @@ def package_hadamard_command(
     except ValueError as error:
         raise ValueError(f"--block-sizes: {error}") from None
     document = build_hadamard_package(sizes, epsilon, bits)
-    _record_shuffle(document, shuffle_n, shuffle_delta, population)
-    document = seal(document, key)
-    write_package(out, document)
+    document = finish_package(document, out, key, (shuffle_n, shuffle_delta, population))
     utility = document["utility"]
     Console().print(escape(
         f"package {out}: block Hadamard response, {len(sizes)} blocks, k = {sum(sizes)}, eps = {document['epsilon']}, "
@@ -413,7 +416,6 @@ def package_high_low_command(
     population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
 ) -> None:
     """Package high-low Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
-    from designer.deploy.package import write_package
     from designer.deploy.structured import build_high_low_package, parse_symbols
 
     _check_shuffle_options(shuffle_n, shuffle_delta, population)
@@ -423,9 +425,7 @@ def package_high_low_command(
     except ValueError as error:
         raise ValueError(f"--sensitive: {error}") from None
     document = build_high_low_package(k, symbols, epsilon, bits)
-    _record_shuffle(document, shuffle_n, shuffle_delta, population)
-    document = seal(document, key)
-    write_package(out, document)
+    document = finish_package(document, out, key, (shuffle_n, shuffle_delta, population))
     utility = document["utility"]
     Console().print(escape(
         f"package {out}: high-low Hadamard response, k = {k}, {len(symbols)} sensitive, eps = {document['epsilon']}, "
