@@ -267,9 +267,19 @@ def _certify_float(channel: Channel, epsilon: PrivacyMatrix, tolerance: float) -
 def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
     """Exact mode: the float filter decides most pairs, rationals and Arb the rest."""
     # imported here: float mode (every command's default) never needs the filter
-    from designer.exact_filter import SUPPORT_BREAK, UNDECIDED, VIOLATED, exact_signs, find_candidates, rational_logs, screen_pairs
+    from designer.exact_filter import (
+        SUPPORT_BREAK,
+        UNDECIDED,
+        VIOLATED,
+        decimal_logs,
+        exact_signs,
+        find_candidates,
+        rational_logs,
+        screen_pairs,
+    )
 
-    logs = rational_logs(channel.exact_matrix)
+    lazy = channel.lazy_exact  # a channel read from decimals: its rationals only where the filter needs them
+    logs = rational_logs(channel.exact_matrix) if lazy is None else decimal_logs(channel.matrix, lazy)
     allowed = epsilon.epsilon
     screen = screen_pairs(logs, allowed)
     status = screen.status

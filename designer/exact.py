@@ -140,21 +140,16 @@ def parse_plain_decimals(tokens: list[str]) -> tuple[list[Fraction | None], list
     """
     exact: list[Fraction | None] = []
     floats: list[float | None] = []
-    match, powers, gcd, make = _PLAIN_DECIMAL.fullmatch, _POWERS_OF_TEN, math.gcd, _coprime_fraction
+    powers, gcd, make = _POWERS_OF_TEN, math.gcd, _coprime_fraction
     for token in tokens:
-        found = match(token)
-        if found is None or len(token) > _INT_CHUNK_DIGITS:
+        # str methods instead of a regular expression: a third faster on a million cells
+        integer, _, fraction = token.partition(".")
+        digits = integer + fraction
+        if not (digits.isdigit() and digits.isascii()) or len(fraction) >= len(powers) or len(token) > _INT_CHUNK_DIGITS:
             exact.append(None)
             floats.append(None)
             continue
-        integer, fraction = found.groups()
-        if fraction is None:
-            fraction = ""
-        if not (integer or fraction) or len(fraction) >= len(powers):
-            exact.append(None)
-            floats.append(None)
-            continue
-        numerator, denominator = int(integer + fraction or "0"), powers[len(fraction)]
+        numerator, denominator = int(digits), powers[len(fraction)]
         floats.append(numerator / denominator)
         common = gcd(numerator, denominator)
         exact.append(make(numerator // common, denominator // common))
@@ -446,7 +441,8 @@ def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
     Parameters
     ----------
     integers : sequence of int
-        Positive integers of any size.
+        Positive integers of any size (or positive floats: each is an exact
+        binary rational, and the same bound holds).
 
     Returns
     -------
@@ -536,3 +532,53 @@ def log_fraction(value: Fraction) -> float:
     if value == 0:
         return -math.inf
     return math.log(value.numerator) - math.log(value.denominator)
+
+
+class DecimalCells:
+    """Exact entries of a numeric CSV read lazily: each cell's rational is built only when asked for.
+
+    The reader gives the correctly rounded floats of the cells (``values``, parsed
+    in C) and, only when they can stand in for the text in a rigorous float filter,
+    this object for the exact values. The reader guarantees (no cell of 100
+    characters or more, no exponent of three digits, :func:`designer.io.fast.has_extreme_numbers`)
+    that every non-zero value lies between ``1e-198`` and ``1e198``, so each float is a
+    normal double within half a unit in the last place of the written value
+    (relative error at most ``2^-53``) and a float is 0 exactly when the cell is
+    written as zero. The exact certifier (:func:`designer.exact_filter.rational_logs`)
+    then needs the rationals of only the cells its filter leaves undecided.
+
+    Parameters
+    ----------
+    tokens : callable
+        Returns the cells as rows of stripped strings (parsed again only when needed).
+    shape : (int, int)
+    """
+
+    def __init__(self, tokens: Callable[[], list[list[str]]], shape: tuple[int, int]):
+        self._tokens = tokens
+        self.shape = shape
+        self._rows: list[list[str]] | None = None
+        self._known: dict[tuple[int, int], Fraction] = {}
+
+    def entries(self, rows: Sequence[int], columns: Sequence[int]) -> list[Fraction]:
+        """The exact cells ``(rows[i], columns[i])``, each read from its text once."""
+        if self._rows is None:
+            self._rows = self._tokens()
+        known, cells = self._known, self._rows
+        out = []
+        for cell in zip(rows, columns):
+            value = known.get(cell)
+            if value is None:
+                value = known[cell] = parse_rational(cells[cell[0]][cell[1]])
+            out.append(value)
+        return out
+
+    def matrix(self) -> np.ndarray:
+        """Every cell exactly (an object array of ``Fraction``)."""
+        if self._rows is None:
+            self._rows = self._tokens()
+        cells = [cell for row in self._rows for cell in row]
+        exact, _ = parse_plain_decimals(cells)  # the batch reader; any other cell one by one
+        matrix = np.empty(len(cells), dtype=object)
+        matrix[:] = [parse_rational(cell) if value is None else value for cell, value in zip(cells, exact)]
+        return matrix.reshape(self.shape)

@@ -42,13 +42,14 @@ needs ``D > w > 0``, which only a column with both entries positive can give.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from designer.exact import ExactEpsilon, integer_logs
+from designer.exact import DecimalCells, ExactEpsilon, integer_logs
 from solvers.maxplus import ZERO_LOG, max_log_difference
 
 #: ``w`` is scaled by this factor to absorb the rounding of its own computation.
@@ -71,16 +72,16 @@ class RationalLogs:
         ``err_x``: bound on ``|values - log Q|`` over the positive entries of row x.
     row_magnitude : ndarray (k,)
         ``mag_x``: largest ``|values|`` over the positive entries of row x.
-    numerators, denominators : ndarray of int objects (k, m)
-        The entries in lowest terms (Python integers of any size).
+    parts : callable
+        ``parts(rows, columns)``: the exact entries at those cells as two object
+        arrays of Python integers, numerators and denominators (read only when asked for).
     """
 
     values: np.ndarray
     positive: np.ndarray
     row_error: np.ndarray
     row_magnitude: np.ndarray
-    numerators: np.ndarray
-    denominators: np.ndarray
+    parts: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def rational_logs(matrix: np.ndarray) -> RationalLogs:
@@ -111,14 +112,42 @@ def rational_logs(matrix: np.ndarray) -> RationalLogs:
     values[~positive] = ZERO_LOG
     row_error = np.where(positive, error, 0.0).max(axis=1)
     row_magnitude = np.where(positive, np.abs(values), 0.0).max(axis=1)
+    numerators, denominators = _object_array(numerators, shape), _object_array(denominators, shape)
     return RationalLogs(
         values=values,
         positive=positive,
         row_error=row_error,
         row_magnitude=row_magnitude,
-        numerators=_object_array(numerators, shape),
-        denominators=_object_array(denominators, shape),
+        parts=lambda rows, columns: (numerators[rows, columns], denominators[rows, columns]),
     )
+
+
+def decimal_logs(floats: np.ndarray, cells: DecimalCells) -> RationalLogs:
+    """Step 1 for a channel read lazily: rigorous logs from the cells' floats, rationals on demand.
+
+    Each positive float ``v`` is a normal double within ``2^-53 v`` of the written
+    value ``q`` (the guarantee of :class:`~designer.exact.DecimalCells`), so
+    ``|log v - log q| <= -log(1 - 2^-53) < 2^-52``; its Arb log rounded to a float
+    (:func:`designer.exact.integer_logs`, exact for a double) adds at most
+    ``2^-51 |L| + R``. Hence ``err = 2^-51 |L| + R + 2^-52``. A float is 0 exactly
+    when the cell is written as zero, so the zero pattern is exact.
+    """
+    positive = floats > 0
+    distinct, inverse = np.unique(floats[positive], return_inverse=True)
+    distinct_log, radius = integer_logs(distinct.tolist())
+    values = np.full(floats.shape, ZERO_LOG)
+    values[positive] = distinct_log[inverse.ravel()]
+    error = np.where(positive, 2.0**-51 * np.abs(values) + radius + 2.0**-52, 0.0)
+    row_magnitude = np.where(positive, np.abs(values), 0.0).max(axis=1)
+
+    def parts(rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        entries = cells.entries(rows.tolist(), columns.tolist())
+        return (
+            _object_array([entry.numerator for entry in entries], rows.shape),
+            _object_array([entry.denominator for entry in entries], rows.shape),
+        )
+
+    return RationalLogs(values, positive, error.max(axis=1), row_magnitude, parts)
 
 
 @dataclass(frozen=True)
@@ -203,11 +232,19 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
     columns = np.full(len(rows), -1, dtype=np.intp)  # the candidate of a pair that has exactly one
     extra: list[tuple[np.ndarray, np.ndarray]] = []  # (pair, column) of pairs with several
 
+    k = logs.values.shape[0]
+
     def scan(x: int) -> None:
         first, last = bounds[x], bounds[x + 1]
-        block = np.take(logs.values, others[first:last], axis=0)
-        np.subtract(logs.values[x], block, out=block)
-        near = block >= floor[first:last, None]
+        if last - first > k // 4:  # many pairs (a tight E): one subtraction against every row, no gather
+            row_floor = np.full(k, np.inf)
+            row_floor[others[first:last]] = floor[first:last]
+            near = np.subtract(logs.values[x], logs.values) >= row_floor[:, None]
+            near = near[others[first:last]]
+        else:
+            block = np.take(logs.values, others[first:last], axis=0)
+            np.subtract(logs.values[x], block, out=block)
+            near = block >= floor[first:last, None]
         counts = np.count_nonzero(near, axis=1)
         single = np.flatnonzero(counts == 1)
         columns[first + single] = near[single].argmax(axis=1)
@@ -234,11 +271,13 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
     keep = logs.positive[rows[pair_index], column]
     pair_index, column = pair_index[keep], column[keep]
     x, x_prime = rows[pair_index], others[pair_index]
+    numerator, denominator = logs.parts(x, column)
+    numerator_prime, denominator_prime = logs.parts(x_prime, column)
     return Candidates(
         pair=pair_index,
         column=column,
-        top=logs.numerators[x, column] * logs.denominators[x_prime, column],
-        bottom=logs.denominators[x, column] * logs.numerators[x_prime, column],
+        top=numerator * denominator_prime,
+        bottom=denominator * numerator_prime,
         start=np.searchsorted(pair_index, np.arange(len(rows) + 1)),
     )
 

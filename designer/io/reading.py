@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
-from designer.io.fast import fast_float_matrix
+from designer.exact import DecimalCells, faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
+from designer.io.fast import fast_float_matrix, has_extreme_numbers
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
     NON_NEGATIVE,
@@ -90,15 +90,16 @@ class NumberTable:
 
 
 def read_numbers(
-    path: str | Path, what: str, rule: NumberRule, exact: bool = False, cell_name: str | None = None
+    path: str | Path, what: str, rule: NumberRule, exact: bool = False, cell_name: str | None = None, data: bytes | None = None
 ) -> NumberTable:
     """Read a rectangular CSV of numbers obeying ``rule`` (float or exact; see the module).
 
     ``what`` names the file in messages ("channel"), ``cell_name`` one of its
-    values (default ``"<what> value"``, e.g. "probability").
+    values (default ``"<what> value"``, e.g. "probability"); ``data``: the file's
+    bytes when the caller has read them already.
     """
     path = Path(path)
-    data = read_bytes(path, what)
+    data = read_bytes(path, what) if data is None else data
     if not exact:
         fast = fast_float_matrix(data, rule)
         if fast is not None:
@@ -209,7 +210,11 @@ def read_channel(path: str | Path, exact: bool = True) -> Channel:
     reads them). Rows must sum to 1 within ``ROW_SUM_ATOL`` (summed in floats).
     A ``# labels:`` line names the inputs (rows).
     """
-    numbers = read_numbers(path, "channel", PROBABILITY, exact, cell_name="probability")
+    path = Path(path)
+    data = read_bytes(path, "channel")  # once: the file may be a pipe
+    numbers = _lazy_channel_numbers(path, data) if exact else None
+    if numbers is None:
+        numbers = read_numbers(path, "channel", PROBABILITY, exact, cell_name="probability", data=data)
     values = numbers.values
     sums = values.sum(axis=1)
     off = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_ATOL)
@@ -220,6 +225,22 @@ def read_channel(path: str | Path, exact: bool = True) -> Channel:
         )
     labels = numbers.labels(values.shape[0])
     return Channel(values, input_labels=labels, exact_matrix=numbers.exact)
+
+
+def _lazy_channel_numbers(path: Path, data: bytes) -> NumberTable | None:
+    """Exact mode's fast path: floats parsed in C, the rationals kept as text (:class:`~designer.exact.DecimalCells`).
+
+    Taken only when the file has no extreme number (:func:`~designer.io.fast.has_extreme_numbers`),
+    so every float is normal or a written zero; otherwise None (every cell read exactly now).
+    """
+    fast = fast_float_matrix(data, NON_NEGATIVE)
+    if fast is None or has_extreme_numbers(data):
+        return None
+    values, comments = fast
+    values += 0.0  # -0.0 is 0
+    table = lambda: parse_table(decode(data, path, "channel"), path, "channel")  # noqa: E731
+    cells = DecimalCells(table, values.shape)
+    return NumberTable(path, values, cells, comments, lambda: table().line_numbers)
 
 
 def read_vector(path: str | Path, what: str, rule: NumberRule = NON_NEGATIVE) -> np.ndarray:
