@@ -557,28 +557,36 @@ class DecimalCells:
     def __init__(self, tokens: Callable[[], list[list[str]]], shape: tuple[int, int]):
         self._tokens = tokens
         self.shape = shape
-        self._rows: list[list[str]] | None = None
-        self._known: dict[tuple[int, int], Fraction] = {}
+        self._cells: list[str] | None = None
+        self._known = np.zeros(shape[0] * shape[1], dtype=bool)
+        self._numerators = np.zeros(shape[0] * shape[1], dtype=object)
+        self._denominators = np.ones(shape[0] * shape[1], dtype=object)
 
-    def entries(self, rows: Sequence[int], columns: Sequence[int]) -> list[Fraction]:
-        """The exact cells ``(rows[i], columns[i])``, each read from its text once."""
-        if self._rows is None:
-            self._rows = self._tokens()
-        known, cells = self._known, self._rows
-        out = []
-        for cell in zip(rows, columns):
-            value = known.get(cell)
-            if value is None:
-                value = known[cell] = parse_rational(cells[cell[0]][cell[1]])
-            out.append(value)
-        return out
+    def parts(self, rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Numerators and denominators (object arrays of Python ints, lowest terms) of the
+        cells ``(rows[i], columns[i])``; each distinct cell is read from its text once."""
+        flat = np.ravel_multi_index((rows, columns), self.shape)
+        self._read(np.unique(flat[~self._known[flat]]))
+        return self._numerators[flat], self._denominators[flat]
 
     def matrix(self) -> np.ndarray:
         """Every cell exactly (an object array of ``Fraction``)."""
-        if self._rows is None:
-            self._rows = self._tokens()
-        cells = [cell for row in self._rows for cell in row]
-        exact, _ = parse_plain_decimals(cells)  # the batch reader; any other cell one by one
-        matrix = np.empty(len(cells), dtype=object)
-        matrix[:] = [parse_rational(cell) if value is None else value for cell, value in zip(cells, exact)]
+        self._read(np.flatnonzero(~self._known))
+        fractions = [_coprime_fraction(p, q) for p, q in zip(self._numerators.tolist(), self._denominators.tolist())]
+        matrix = np.empty(len(fractions), dtype=object)
+        matrix[:] = fractions
         return matrix.reshape(self.shape)
+
+    def _read(self, flat: np.ndarray) -> None:
+        if not flat.size:
+            return
+        if self._cells is None:
+            self._cells = [cell for row in self._tokens() for cell in row]
+        tokens = [self._cells[index] for index in flat.tolist()]
+        exact, _ = parse_plain_decimals(tokens)  # the batch reader; any other cell one by one
+        values = [parse_rational(token) if value is None else value for token, value in zip(tokens, exact)]
+        for target, part in ((self._numerators, "numerator"), (self._denominators, "denominator")):
+            integers = np.empty(len(values), dtype=object)  # Python ints of any size, never converted
+            integers[:] = [getattr(value, part) for value in values]
+            target[flat] = integers
+        self._known[flat] = True

@@ -140,14 +140,7 @@ def decimal_logs(floats: np.ndarray, cells: DecimalCells) -> RationalLogs:
     error = np.where(positive, 2.0**-51 * np.abs(values) + radius + 2.0**-52, 0.0)
     row_magnitude = np.where(positive, np.abs(values), 0.0).max(axis=1)
 
-    def parts(rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        entries = cells.entries(rows.tolist(), columns.tolist())
-        return (
-            _object_array([entry.numerator for entry in entries], rows.shape),
-            _object_array([entry.denominator for entry in entries], rows.shape),
-        )
-
-    return RationalLogs(values, positive, error.max(axis=1), row_magnitude, parts)
+    return RationalLogs(values, positive, error.max(axis=1), row_magnitude, cells.parts)
 
 
 @dataclass(frozen=True)
