@@ -14,6 +14,10 @@ that bound of their level to exact arithmetic:
    Hence ``|L[x, y] - log Q[x, y]| <= err[x, y]`` with
    ``err = 2^-51 (|l(p)| + |l(q)|) + 2 R + 2^-52 |L|`` (the last term is the
    rounding of the IEEE subtraction, at most ``2^-53`` of its exact result).
+   A channel read lazily from decimals (:class:`~designer.exact.DecimalCells`) uses
+   the cells' correctly rounded floats instead (:func:`decimal_logs`:
+   ``err = 2^-51 |L| + R + 2^-52``), and its rationals are read only for the
+   candidate cells of the pairs left undecided (:func:`find_candidates`).
 2. The max-plus product ``D[x, x'] = max_y fl(L[x, y] - L[x', y])``
    (:func:`solvers.maxplus.max_log_difference`) differs from ``T[x, x']`` by at
    most ``w[x, x'] = err_x + err_x' + 2^-52 (mag_x + mag_x')``, where ``err_x``

@@ -11,7 +11,10 @@ Two modes:
   by cell with correctly rounded ``float`` (rationals only for cells written
   ``p/q`` or ``log(r)``). No file is parsed twice unless it has an error.
 * exact (``exact=True``): every cell is read exactly (``Fraction``,
-  :class:`~designer.exact.ExactEpsilon`), as written.
+  :class:`~designer.exact.ExactEpsilon`), as written. A plain numeric channel
+  with no extreme number is parsed in C and its rationals are built only when
+  needed (:class:`~designer.exact.DecimalCells`: the exact certifier reads the
+  few cells its float filter cannot decide).
 
 File format rules are those of :mod:`designer.io.table`; a ``# labels:`` comment
 line names the rows (:mod:`designer.io.labels`).
