@@ -163,19 +163,23 @@ class Screen:
         A column attaining ``D``.
     window : ndarray (k, k)
         ``w`` (times :data:`WINDOW_SAFETY`).
+    several : ndarray of bool (k, k)
+        Whether a column besides the witness has a float log-ratio at least
+        ``D - 2 w`` (otherwise the witness is the only candidate of :func:`find_candidates`).
     """
 
     status: np.ndarray
     difference: np.ndarray
     witness: np.ndarray
     window: np.ndarray
+    several: np.ndarray
 
 
 def screen_pairs(logs: RationalLogs, allowed: np.ndarray) -> Screen:
     """Steps 2-4: classify every pair against the float levels ``allowed`` (faithful floats)."""
-    difference, witness = max_log_difference(logs.values)
     error, magnitude = logs.row_error, logs.row_magnitude
     window = (error[:, None] + error[None, :] + 2.0**-52 * (magnitude[:, None] + magnitude[None, :])) * WINDOW_SAFETY
+    difference, witness, several = max_log_difference(logs.values, slack=2 * window)
     low = np.nextafter(np.nextafter(allowed, -np.inf), -np.inf)
     with np.errstate(over="ignore"):  # a level beyond the double range: its enclosure reaches inf
         high = np.nextafter(np.nextafter(allowed, np.inf), np.inf)
@@ -188,7 +192,7 @@ def screen_pairs(logs: RationalLogs, allowed: np.ndarray) -> Screen:
     status[np.isinf(difference)] = SUPPORT_BREAK
     status[np.isinf(allowed)] = UNCONSTRAINED
     np.fill_diagonal(status, UNCONSTRAINED)
-    return Screen(status=status, difference=difference, witness=witness, window=window)
+    return Screen(status=status, difference=difference, witness=witness, window=window, several=several)
 
 
 @dataclass(frozen=True)
@@ -221,27 +225,22 @@ class Candidates:
 def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others: np.ndarray) -> Candidates:
     """The :class:`Candidates` of the pairs ``(rows[i], others[i])`` (sorted by row).
 
-    Vectorised one row ``x`` at a time; the ratios are exact products of the
-    entries' integers (``top = p_xy q_x'y``, ``bottom = q_xy p_x'y``).
+    A pair with no other column near its witness (:attr:`Screen.several`) has its
+    witness alone; the rows of the other pairs are scanned, vectorised one row ``x`` at a
+    time. The ratios are exact products of the entries' integers
+    (``top = p_xy q_x'y``, ``bottom = q_xy p_x'y``), read only for the candidates.
     """
     floor = screen.difference[rows, others] - 2 * screen.window[rows, others]
     bounds = np.searchsorted(rows, np.arange(logs.values.shape[0] + 1))
-    columns = np.full(len(rows), -1, dtype=np.intp)  # the candidate of a pair that has exactly one
+    alone = ~screen.several[rows, others]  # found by the screen with the same floats: the witness only
+    columns = np.where(alone, screen.witness[rows, others], -1)  # the candidate of a pair that has exactly one
     extra: list[tuple[np.ndarray, np.ndarray]] = []  # (pair, column) of pairs with several
-
-    k = logs.values.shape[0]
 
     def scan(x: int) -> None:
         first, last = bounds[x], bounds[x + 1]
-        if last - first > k // 4:  # many pairs (a tight E): one subtraction against every row, no gather
-            row_floor = np.full(k, np.inf)
-            row_floor[others[first:last]] = floor[first:last]
-            near = np.subtract(logs.values[x], logs.values) >= row_floor[:, None]
-            near = near[others[first:last]]
-        else:
-            block = np.take(logs.values, others[first:last], axis=0)
-            np.subtract(logs.values[x], block, out=block)
-            near = block >= floor[first:last, None]
+        block = np.take(logs.values, others[first:last], axis=0)
+        np.subtract(logs.values[x], block, out=block)
+        near = block >= floor[first:last, None]
         counts = np.count_nonzero(near, axis=1)
         single = np.flatnonzero(counts == 1)
         columns[first + single] = near[single].argmax(axis=1)
@@ -250,7 +249,7 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
             found_pair, found_column = np.nonzero(near[several])
             extra.append((first + several[found_pair], found_column))
 
-    row_list = np.unique(rows).tolist()
+    row_list = np.unique(rows[~alone]).tolist()  # rows with a pair of several candidates are scanned
     workers = min(os.cpu_count() or 1, len(row_list))
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:  # NumPy releases the GIL
