@@ -12,6 +12,7 @@ a unit in the last place of a double.
 
 from __future__ import annotations
 
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -121,6 +122,26 @@ def test_lazy_cells_read_exactly_as_written(tmp_path):
     channel = read_channel(tmp_path / "Q.csv")
     assert channel.lazy_exact is not None
     assert channel.exact_matrix.tolist() == [[Fraction(cell) for cell in row] for row in rows]
+
+
+def decimal_text(value: Fraction) -> str:
+    """A terminating fraction as plain decimal text, exactly."""
+    with localcontext() as context:
+        context.prec = 200
+        return format(Decimal(value.numerator) / Decimal(value.denominator), "f")
+
+
+def test_lazy_floats_are_correctly_rounded_on_halfway_cases(tmp_path):
+    # the filter's error bound needs each float within half an ulp of the text: decimals
+    # just above, at and below the midpoint between two doubles (0.1 and its successor)
+    middle = (Fraction(0.1) + Fraction(np.nextafter(0.1, 1))) / 2
+    cells = [decimal_text(middle + delta) for delta in (Fraction(1, 10**70), 0, -Fraction(1, 10**70))]
+    rows = [[cell, decimal_text(1 - Fraction(cell))] for cell in cells]
+    (tmp_path / "Q.csv").write_text("\n".join(",".join(row) for row in rows) + "\n")
+    channel = read_channel(tmp_path / "Q.csv")
+    assert channel.lazy_exact is not None
+    assert channel.matrix.tolist() == [[float(Fraction(cell)) for cell in row] for row in rows]
+    assert channel.matrix[0, 0] != channel.matrix[2, 0]  # the two sides of the midpoint differ
 
 
 def test_an_extreme_number_is_read_exactly_at_once(tmp_path):
