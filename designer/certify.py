@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from designer.channel import Channel
-from designer.exact import LARGEST_LEVEL, ExactEpsilon, describe_fraction, log_fraction
+from designer.exact import LARGEST_LEVEL, ExactEpsilon, collector_paused, describe_fraction, log_fraction
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
@@ -188,7 +188,8 @@ def certify(
     if not tolerance >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     if exact:
-        return _certify_exact(channel, epsilon)
+        with collector_paused():  # up to a million exact ratios and levels, no cycles
+            return _certify_exact(channel, epsilon)
     _check_float_entries(channel)
     return _certify_float(channel, epsilon, tolerance)
 

@@ -16,6 +16,7 @@ This is what makes an exact-mode ``certified`` a proof.
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import sys
@@ -532,6 +533,23 @@ def log_fraction(value: Fraction) -> float:
     if value == 0:
         return -math.inf
     return math.log(value.numerator) - math.log(value.denominator)
+
+
+@contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector (restored on exit, as it was).
+
+    Building a million ``Fraction``, integer or level objects would otherwise trigger
+    collections that rescan all of them (the exact reader was measured 3-4x slower at
+    k = 1000, the exact certifier's tight pairs 15-40%); these objects hold no cycles.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class DecimalCells:

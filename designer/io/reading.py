@@ -22,7 +22,6 @@ line names the rows (:mod:`designer.io.labels`).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import DecimalCells, faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
+from designer.exact import DecimalCells, collector_paused, faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
 from designer.io.fast import fast_float_matrix, has_extreme_numbers
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
@@ -121,17 +120,10 @@ def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: b
     Exact mode reads plain decimals in one batch (:func:`designer.exact.parse_plain_decimals`:
     never negative, so never refused; for E only their floats, :func:`designer.exact.plain_decimal_floats`,
     the text being the exact level), the other cells one by one.
-    The cyclic garbage collector is paused meanwhile: a million new ``Fraction``
-    objects would otherwise trigger collections that rescan all of them (measured
-    3-4x slower at k = 1000); they hold no cycles.
+    The cyclic garbage collector is paused meanwhile (:func:`designer.exact.collector_paused`).
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _parse_all_cells(path, table, name, rule, exact)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
