@@ -67,9 +67,10 @@ class NumberTable:
     ----------
     path : Path
     values : ndarray of float, shape (rows, columns)
-    exact : ndarray of object or None
+    exact : ndarray of object, DecimalCells or None
         Exact mode: the cells as ``Fraction``; for privacy levels ``ExactEpsilon``,
-        or the text of a plain decimal (read lazily by :class:`~designer.spec.PrivacyMatrix`).
+        or the text of a plain decimal (read lazily by :class:`~designer.spec.PrivacyMatrix`);
+        for a plain numeric channel, :class:`~designer.exact.DecimalCells` (read lazily).
     comments : list of (int, str)
         Comment lines (line number, text).
     """
