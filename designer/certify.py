@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from designer.channel import Channel
-from designer.exact import LARGEST_LEVEL, ExactEpsilon, describe_fraction, log_fraction
+from designer.exact import LARGEST_LEVEL, ExactEpsilon, collector_paused, describe_fraction, log_fraction
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
@@ -188,7 +188,8 @@ def certify(
     if not tolerance >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     if exact:
-        return _certify_exact(channel, epsilon)
+        with collector_paused():  # up to a million exact ratios and levels, no cycles
+            return _certify_exact(channel, epsilon)
     _check_float_entries(channel)
     return _certify_float(channel, epsilon, tolerance)
 
@@ -209,7 +210,7 @@ def _check_float_entries(channel: Channel) -> None:
             f"channel row {x}, column {y}: value {float(values[x, y])!r} is subnormal, so its float ratios "
             "are quantised and float mode cannot certify it; use exact=True (--exact)"
         )
-    if channel.is_exact:
+    if channel.is_exact and channel.lazy_exact is None:  # a lazily read channel's zeros are written zeros
         zeros = np.argwhere(values == 0)
         lost = np.flatnonzero(channel.exact_matrix[zeros[:, 0], zeros[:, 1]] != 0) if zeros.size else []
         if len(lost):
@@ -267,9 +268,19 @@ def _certify_float(channel: Channel, epsilon: PrivacyMatrix, tolerance: float) -
 def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
     """Exact mode: the float filter decides most pairs, rationals and Arb the rest."""
     # imported here: float mode (every command's default) never needs the filter
-    from designer.exact_filter import SUPPORT_BREAK, UNDECIDED, VIOLATED, exact_signs, find_candidates, rational_logs, screen_pairs
+    from designer.exact_filter import (
+        SUPPORT_BREAK,
+        UNDECIDED,
+        VIOLATED,
+        decimal_logs,
+        exact_signs,
+        find_candidates,
+        rational_logs,
+        screen_pairs,
+    )
 
-    logs = rational_logs(channel.exact_matrix)
+    lazy = channel.lazy_exact  # a channel read from decimals: its rationals only where the filter needs them
+    logs = rational_logs(channel.exact_matrix) if lazy is None else decimal_logs(channel.matrix, lazy)
     allowed = epsilon.epsilon
     screen = screen_pairs(logs, allowed)
     status = screen.status

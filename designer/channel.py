@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer.exact import parse_rational
+from designer.exact import DecimalCells, parse_rational
 from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
@@ -35,6 +35,8 @@ class Channel:
     exact_matrix : array_like of Fraction, shape (k, m), optional
         The exact entries when ``matrix`` holds their floats already (as
         :func:`designer.io.read_channel` gives them): neither is parsed again.
+        A :class:`~designer.exact.DecimalCells` is read only when asked for
+        (:attr:`exact_matrix`, or cell by cell by the exact certifier).
 
     Raises
     ------
@@ -51,6 +53,9 @@ class Channel:
         row_sum_atol: float = ROW_SUM_ATOL,
         exact_matrix=None,
     ):
+        self._lazy: DecimalCells | None = None
+        if isinstance(exact_matrix, DecimalCells):  # exact entries read only when asked for
+            self._lazy, exact_matrix = exact_matrix, None
         if exact_matrix is not None:
             raw = np.asarray(exact_matrix, dtype=object)
         else:
@@ -96,6 +101,8 @@ class Channel:
     @property
     def exact_matrix(self) -> np.ndarray:
         """Entries as :class:`fractions.Fraction`: as given, or the floats' exact binary values."""
+        if self._exact is None and self._lazy is not None:
+            self._exact = self._lazy.matrix()
         if self._exact is not None:
             return self._exact
         return np.array([[Fraction(v) for v in row] for row in self._matrix.tolist()], dtype=object).reshape(
@@ -105,7 +112,12 @@ class Channel:
     @property
     def is_exact(self) -> bool:
         """Whether the channel was given with exact (rational) entries."""
-        return self._exact is not None
+        return self._exact is not None or self._lazy is not None
+
+    @property
+    def lazy_exact(self) -> DecimalCells | None:
+        """The exact entries not yet read (:class:`~designer.exact.DecimalCells`), or None."""
+        return self._lazy if self._exact is None else None
 
     @property
     def k(self) -> int:

@@ -14,6 +14,10 @@ that bound of their level to exact arithmetic:
    Hence ``|L[x, y] - log Q[x, y]| <= err[x, y]`` with
    ``err = 2^-51 (|l(p)| + |l(q)|) + 2 R + 2^-52 |L|`` (the last term is the
    rounding of the IEEE subtraction, at most ``2^-53`` of its exact result).
+   A channel read lazily from decimals (:class:`~designer.exact.DecimalCells`) uses
+   the cells' correctly rounded floats instead (:func:`decimal_logs`:
+   ``err = 2^-51 |L| + R + 2^-52``), and its rationals are read only for the
+   candidate cells of the pairs left undecided (:func:`find_candidates`).
 2. The max-plus product ``D[x, x'] = max_y fl(L[x, y] - L[x', y])``
    (:func:`solvers.maxplus.max_log_difference`) differs from ``T[x, x']`` by at
    most ``w[x, x'] = err_x + err_x' + 2^-52 (mag_x + mag_x')``, where ``err_x``
@@ -42,13 +46,14 @@ needs ``D > w > 0``, which only a column with both entries positive can give.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from designer.exact import ExactEpsilon, integer_logs
+from designer.exact import DecimalCells, ExactEpsilon, integer_logs
 from solvers.maxplus import ZERO_LOG, max_log_difference
 
 #: ``w`` is scaled by this factor to absorb the rounding of its own computation.
@@ -71,16 +76,16 @@ class RationalLogs:
         ``err_x``: bound on ``|values - log Q|`` over the positive entries of row x.
     row_magnitude : ndarray (k,)
         ``mag_x``: largest ``|values|`` over the positive entries of row x.
-    numerators, denominators : ndarray of int objects (k, m)
-        The entries in lowest terms (Python integers of any size).
+    parts : callable
+        ``parts(rows, columns)``: the exact entries at those cells as two object
+        arrays of Python integers, numerators and denominators (read only when asked for).
     """
 
     values: np.ndarray
     positive: np.ndarray
     row_error: np.ndarray
     row_magnitude: np.ndarray
-    numerators: np.ndarray
-    denominators: np.ndarray
+    parts: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def rational_logs(matrix: np.ndarray) -> RationalLogs:
@@ -111,14 +116,35 @@ def rational_logs(matrix: np.ndarray) -> RationalLogs:
     values[~positive] = ZERO_LOG
     row_error = np.where(positive, error, 0.0).max(axis=1)
     row_magnitude = np.where(positive, np.abs(values), 0.0).max(axis=1)
+    numerators, denominators = _object_array(numerators, shape), _object_array(denominators, shape)
     return RationalLogs(
         values=values,
         positive=positive,
         row_error=row_error,
         row_magnitude=row_magnitude,
-        numerators=_object_array(numerators, shape),
-        denominators=_object_array(denominators, shape),
+        parts=lambda rows, columns: (numerators[rows, columns], denominators[rows, columns]),
     )
+
+
+def decimal_logs(floats: np.ndarray, cells: DecimalCells) -> RationalLogs:
+    """Step 1 for a channel read lazily: rigorous logs from the cells' floats, rationals on demand.
+
+    Each positive float ``v`` is a normal double within ``2^-53 v`` of the written
+    value ``q`` (the guarantee of :class:`~designer.exact.DecimalCells`), so
+    ``|log v - log q| <= -log(1 - 2^-53) < 2^-52``; its Arb log rounded to a float
+    (:func:`designer.exact.integer_logs`, exact for a double) adds at most
+    ``2^-51 |L| + R``. Hence ``err = 2^-51 |L| + R + 2^-52``. A float is 0 exactly
+    when the cell is written as zero, so the zero pattern is exact.
+    """
+    positive = floats > 0
+    distinct, inverse = np.unique(floats[positive], return_inverse=True)
+    distinct_log, radius = integer_logs(distinct.tolist())
+    values = np.full(floats.shape, ZERO_LOG)
+    values[positive] = distinct_log[inverse.ravel()]
+    error = np.where(positive, 2.0**-51 * np.abs(values) + radius + 2.0**-52, 0.0)
+    row_magnitude = np.where(positive, np.abs(values), 0.0).max(axis=1)
+
+    return RationalLogs(values, positive, error.max(axis=1), row_magnitude, cells.parts)
 
 
 @dataclass(frozen=True)
@@ -137,19 +163,23 @@ class Screen:
         A column attaining ``D``.
     window : ndarray (k, k)
         ``w`` (times :data:`WINDOW_SAFETY`).
+    several : ndarray of bool (k, k)
+        Whether a column besides the witness has a float log-ratio at least
+        ``D - 2 w`` (otherwise the witness is the only candidate of :func:`find_candidates`).
     """
 
     status: np.ndarray
     difference: np.ndarray
     witness: np.ndarray
     window: np.ndarray
+    several: np.ndarray
 
 
 def screen_pairs(logs: RationalLogs, allowed: np.ndarray) -> Screen:
     """Steps 2-4: classify every pair against the float levels ``allowed`` (faithful floats)."""
-    difference, witness = max_log_difference(logs.values)
     error, magnitude = logs.row_error, logs.row_magnitude
     window = (error[:, None] + error[None, :] + 2.0**-52 * (magnitude[:, None] + magnitude[None, :])) * WINDOW_SAFETY
+    difference, witness, several = max_log_difference(logs.values, slack=2 * window)
     low = np.nextafter(np.nextafter(allowed, -np.inf), -np.inf)
     with np.errstate(over="ignore"):  # a level beyond the double range: its enclosure reaches inf
         high = np.nextafter(np.nextafter(allowed, np.inf), np.inf)
@@ -162,7 +192,7 @@ def screen_pairs(logs: RationalLogs, allowed: np.ndarray) -> Screen:
     status[np.isinf(difference)] = SUPPORT_BREAK
     status[np.isinf(allowed)] = UNCONSTRAINED
     np.fill_diagonal(status, UNCONSTRAINED)
-    return Screen(status=status, difference=difference, witness=witness, window=window)
+    return Screen(status=status, difference=difference, witness=witness, window=window, several=several)
 
 
 @dataclass(frozen=True)
@@ -195,12 +225,15 @@ class Candidates:
 def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others: np.ndarray) -> Candidates:
     """The :class:`Candidates` of the pairs ``(rows[i], others[i])`` (sorted by row).
 
-    Vectorised one row ``x`` at a time; the ratios are exact products of the
-    entries' integers (``top = p_xy q_x'y``, ``bottom = q_xy p_x'y``).
+    A pair with no other column near its witness (:attr:`Screen.several`) has its
+    witness alone; the rows of the other pairs are scanned, vectorised one row ``x`` at a
+    time. The ratios are exact products of the entries' integers
+    (``top = p_xy q_x'y``, ``bottom = q_xy p_x'y``), read only for the candidates.
     """
     floor = screen.difference[rows, others] - 2 * screen.window[rows, others]
     bounds = np.searchsorted(rows, np.arange(logs.values.shape[0] + 1))
-    columns = np.full(len(rows), -1, dtype=np.intp)  # the candidate of a pair that has exactly one
+    alone = ~screen.several[rows, others]  # found by the screen with the same floats: the witness only
+    columns = np.where(alone, screen.witness[rows, others], -1)  # the candidate of a pair that has exactly one
     extra: list[tuple[np.ndarray, np.ndarray]] = []  # (pair, column) of pairs with several
 
     def scan(x: int) -> None:
@@ -216,7 +249,7 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
             found_pair, found_column = np.nonzero(near[several])
             extra.append((first + several[found_pair], found_column))
 
-    row_list = np.unique(rows).tolist()
+    row_list = np.unique(rows[~alone]).tolist()  # rows with a pair of several candidates are scanned
     workers = min(os.cpu_count() or 1, len(row_list))
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:  # NumPy releases the GIL
@@ -234,11 +267,13 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
     keep = logs.positive[rows[pair_index], column]
     pair_index, column = pair_index[keep], column[keep]
     x, x_prime = rows[pair_index], others[pair_index]
+    numerator, denominator = logs.parts(x, column)
+    numerator_prime, denominator_prime = logs.parts(x_prime, column)
     return Candidates(
         pair=pair_index,
         column=column,
-        top=logs.numerators[x, column] * logs.denominators[x_prime, column],
-        bottom=logs.denominators[x, column] * logs.numerators[x_prime, column],
+        top=numerator * denominator_prime,
+        bottom=denominator * numerator_prime,
         start=np.searchsorted(pair_index, np.arange(len(rows) + 1)),
     )
 

@@ -66,7 +66,8 @@ def max_log_difference(
     logs: np.ndarray,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     workers: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    slack: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Max-plus product ``values[x, x'] = max_y logs[x, y] - logs[x', y]``, with the argmax.
 
     The kernel of :func:`max_log_ratio`, for callers that computed the logs
@@ -81,15 +82,22 @@ def max_log_difference(
         Logs of non-negative entries, :data:`ZERO_LOG` standing for ``log 0``.
     chunk_bytes, workers
         As in :func:`max_log_ratio`.
+    slack : ndarray (k, k), optional
+        Also tell, for each pair, whether a column other than the argmax has a
+        difference at least ``fl(values - slack)`` (the same floats a caller gets
+        by subtracting afterwards), while each block is in cache.
 
     Returns
     -------
     values, argmax : as in :func:`max_log_ratio` (``+inf`` where a real log meets ``ZERO_LOG``).
+    several : ndarray of bool (k, k)
+        Only with ``slack``: whether such another column exists.
     """
     logs = np.asarray(logs, dtype=float)
     k, m = logs.shape
     values = np.empty((k, k))
     argmax = np.empty((k, k), dtype=np.intp)
+    several = None if slack is None else np.empty((k, k), dtype=bool)
     rows_per_chunk = max(1, int(chunk_bytes // max(1, 8 * k * m)))
     starts = range(0, k, rows_per_chunk)
 
@@ -102,6 +110,9 @@ def max_log_difference(
             best = block.argmax(axis=2)
             argmax[start:stop] = best
             values[start:stop] = np.take_along_axis(block, best[..., None], axis=2)[..., 0]
+            if several is not None:  # the largest difference once the argmax is removed
+                np.put_along_axis(block, best[..., None], -np.inf, axis=2)
+                several[start:stop] = block.max(axis=2) >= values[start:stop] - slack[start:stop]
 
     n_workers = min(workers or os.cpu_count() or 1, len(starts))
     if n_workers == 1:
@@ -110,7 +121,7 @@ def max_log_difference(
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
             list(pool.map(work, [starts[i::n_workers] for i in range(n_workers)]))
     values[values > INF_THRESHOLD] = np.inf
-    return values, argmax
+    return (values, argmax) if several is None else (values, argmax, several)
 
 
 def min_plus_closure(weights: np.ndarray) -> np.ndarray:

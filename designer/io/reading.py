@@ -11,7 +11,10 @@ Two modes:
   by cell with correctly rounded ``float`` (rationals only for cells written
   ``p/q`` or ``log(r)``). No file is parsed twice unless it has an error.
 * exact (``exact=True``): every cell is read exactly (``Fraction``,
-  :class:`~designer.exact.ExactEpsilon`), as written.
+  :class:`~designer.exact.ExactEpsilon`), as written. A plain numeric channel
+  with no extreme number is parsed in C and its rationals are built only when
+  needed (:class:`~designer.exact.DecimalCells`: the exact certifier reads the
+  few cells its float filter cannot decide).
 
 File format rules are those of :mod:`designer.io.table`; a ``# labels:`` comment
 line names the rows (:mod:`designer.io.labels`).
@@ -19,7 +22,6 @@ line names the rows (:mod:`designer.io.labels`).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
-from designer.io.fast import fast_float_matrix
+from designer.exact import DecimalCells, collector_paused, faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
+from designer.io.fast import fast_float_matrix, has_extreme_numbers
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
     NON_NEGATIVE,
@@ -65,9 +67,10 @@ class NumberTable:
     ----------
     path : Path
     values : ndarray of float, shape (rows, columns)
-    exact : ndarray of object or None
+    exact : ndarray of object, DecimalCells or None
         Exact mode: the cells as ``Fraction``; for privacy levels ``ExactEpsilon``,
-        or the text of a plain decimal (read lazily by :class:`~designer.spec.PrivacyMatrix`).
+        or the text of a plain decimal (read lazily by :class:`~designer.spec.PrivacyMatrix`);
+        for a plain numeric channel, :class:`~designer.exact.DecimalCells` (read lazily).
     comments : list of (int, str)
         Comment lines (line number, text).
     """
@@ -90,15 +93,16 @@ class NumberTable:
 
 
 def read_numbers(
-    path: str | Path, what: str, rule: NumberRule, exact: bool = False, cell_name: str | None = None
+    path: str | Path, what: str, rule: NumberRule, exact: bool = False, cell_name: str | None = None, data: bytes | None = None
 ) -> NumberTable:
     """Read a rectangular CSV of numbers obeying ``rule`` (float or exact; see the module).
 
     ``what`` names the file in messages ("channel"), ``cell_name`` one of its
-    values (default ``"<what> value"``, e.g. "probability").
+    values (default ``"<what> value"``, e.g. "probability"); ``data``: the file's
+    bytes when the caller has read them already.
     """
     path = Path(path)
-    data = read_bytes(path, what)
+    data = read_bytes(path, what) if data is None else data
     if not exact:
         fast = fast_float_matrix(data, rule)
         if fast is not None:
@@ -117,17 +121,10 @@ def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: b
     Exact mode reads plain decimals in one batch (:func:`designer.exact.parse_plain_decimals`:
     never negative, so never refused; for E only their floats, :func:`designer.exact.plain_decimal_floats`,
     the text being the exact level), the other cells one by one.
-    The cyclic garbage collector is paused meanwhile: a million new ``Fraction``
-    objects would otherwise trigger collections that rescan all of them (measured
-    3-4x slower at k = 1000); they hold no cycles.
+    The cyclic garbage collector is paused meanwhile (:func:`designer.exact.collector_paused`).
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _parse_all_cells(path, table, name, rule, exact)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -209,7 +206,11 @@ def read_channel(path: str | Path, exact: bool = True) -> Channel:
     reads them). Rows must sum to 1 within ``ROW_SUM_ATOL`` (summed in floats).
     A ``# labels:`` line names the inputs (rows).
     """
-    numbers = read_numbers(path, "channel", PROBABILITY, exact, cell_name="probability")
+    path = Path(path)
+    data = read_bytes(path, "channel")  # once: the file may be a pipe
+    numbers = _lazy_channel_numbers(path, data) if exact else None
+    if numbers is None:
+        numbers = read_numbers(path, "channel", PROBABILITY, exact, cell_name="probability", data=data)
     values = numbers.values
     sums = values.sum(axis=1)
     off = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_ATOL)
@@ -220,6 +221,22 @@ def read_channel(path: str | Path, exact: bool = True) -> Channel:
         )
     labels = numbers.labels(values.shape[0])
     return Channel(values, input_labels=labels, exact_matrix=numbers.exact)
+
+
+def _lazy_channel_numbers(path: Path, data: bytes) -> NumberTable | None:
+    """Exact mode's fast path: floats parsed in C, the rationals kept as text (:class:`~designer.exact.DecimalCells`).
+
+    Taken only when the file has no extreme number (:func:`~designer.io.fast.has_extreme_numbers`),
+    so every float is normal or a written zero; otherwise None (every cell read exactly now).
+    """
+    fast = fast_float_matrix(data, NON_NEGATIVE)
+    if fast is None or has_extreme_numbers(data):
+        return None
+    values, comments = fast
+    values += 0.0  # -0.0 is 0
+    table = lambda: parse_table(decode(data, path, "channel"), path, "channel")  # noqa: E731
+    cells = DecimalCells(table, values.shape)
+    return NumberTable(path, values, cells, comments, lambda: table().line_numbers)
 
 
 def read_vector(path: str | Path, what: str, rule: NumberRule = NON_NEGATIVE) -> np.ndarray:
