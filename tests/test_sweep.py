@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from designer.robust.confidence import ConfidenceSet
 from designer.robust.protocols import PROTOCOLS
-from designer.sweep import PlanError, load_plan, parse_plan, run_sweep
+from designer.sweep import PlanError, execution, load_plan, parse_plan, run_sweep
 from designer.sweep.cells import cell_hash, jeffreys_counts, package_version
 from designer.sweep.store import ResultStore
 
@@ -150,7 +151,7 @@ def test_robust_cells_match_direct_protocol_calls(tmp_path):
             assert polyopt_value["objective"].item() >= others["objective"].max() - 1e-9
 
 
-def test_failures_and_timeouts_are_rows_not_fatal(tmp_path):
+def test_failures_and_timeouts_are_rows_not_fatal(tmp_path, monkeypatch):
     channel = write(tmp_path / "Q.csv", "1/2,1/2\n1/2,1/2\n")
     plan = write(tmp_path / "plan.toml", f"""
 task = "certify"
@@ -169,7 +170,14 @@ channels = ["{channel.name}"]
     assert frame.loc[2, "verdict"] == "certified" and frame.loc[2, "objective"] == pytest.approx(1.0)
     assert frame.loc[3, "error"].startswith("ValueError") and pd_isna(frame.loc[3, "objective"])
     slow = parse_plan(tomllib_loads(ROBUST_PLAN.replace('"srr", "grr-cr", "polyopt"', '"polyopt"').replace("count = 2", "count = 1")))
-    summary = run_sweep(slow, tmp_path / "slow", workers=0, cell_timeout=1e-4)
+    # the cells wait on a gate first, so none can finish within the timeout however the threads are scheduled
+    gate = threading.Event()
+    real_run_cell = execution.run_cell
+    monkeypatch.setattr(execution, "run_cell", lambda *arguments: (gate.wait(60), real_run_cell(*arguments))[1])
+    try:
+        summary = run_sweep(slow, tmp_path / "slow", workers=0, cell_timeout=1e-4)
+    finally:
+        gate.set()
     rows = ResultStore(tmp_path / "slow").read()
     assert summary.timed_out == summary.errors == len(rows) == 2
     assert rows["error"].str.startswith("timed out after 0.0001 s").all()
