@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from designer.channel import Channel
-from designer.symmetry.certify import StructureCertificate, certify_materialised, structural_certificate
+from designer.symmetry.certify import (
+    FULL_CERTIFIER_WORK,
+    StructureCertificate,
+    certify_materialised,
+    structural_certificate,
+)
 from designer.symmetry.classes import ClassStructure
+from designer.symmetry.exact import OptimalityBracket
 from designer.symmetry.orbits import Orbits, enumerate_orbits, orbit_values, row_levels
 from designer.utility import F_DIVERGENCES
 from solvers.linear import TIGHT_TOLERANCES, solve_vertex_lp
@@ -74,6 +80,12 @@ class SymmetricDesign:
         The materialised channel (None above :data:`MAX_CHANNEL_ENTRIES`).
     certificate : StructureCertificate
     row_levels : ndarray (r,)
+    exact : bool
+        Rational weights and channel, exact certificate (:mod:`designer.symmetry.exact`).
+    bracket : OptimalityBracket or None
+        Exact mutual-information designs: rigorous bounds on the optimum.
+    note : str or None
+        Exact designs with an irrational ``e^eps``: the one line saying so.
     method : str
     seconds : float
     timings : dict
@@ -93,6 +105,9 @@ class SymmetricDesign:
     method: str = "symmetry (orbit LP)"
     seconds: float = 0.0
     timings: dict = field(default_factory=dict)
+    exact: bool = False
+    bracket: OptimalityBracket | None = None
+    note: str | None = None
 
     @property
     def certified(self) -> bool:
@@ -126,10 +141,15 @@ class SymmetricDesign:
             "support": [column.__dict__ for column in self.support],
             "seconds": round(self.seconds, 6),
             "timings": {name: round(value, 6) for name, value in self.timings.items()},
+            "exact": self.exact,
+            **({"optimum_bounds": [self.bracket.lower, self.bracket.upper]} if self.bracket else {}),
+            **({"exact_note": self.note} if self.note else {}),
         }
 
 
-def design_symmetric(structure: ClassStructure, utility: str = "mutual-information", materialise: bool = True) -> SymmetricDesign:
+def design_symmetric(
+    structure: ClassStructure, utility: str = "mutual-information", materialise: bool = True, exact: bool = False
+) -> SymmetricDesign:
     """The optimal channel of a row-constant class-structured E by the orbit LP.
 
     Parameters
@@ -142,6 +162,10 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
         only through class counts; expected loss does not reduce this way).
     materialise : bool
         Build the k x m channel when it has at most :data:`MAX_CHANNEL_ENTRIES` entries.
+    exact : bool
+        Rational weights (and channel, up to :data:`designer.symmetry.exact.MAX_EXACT_ENTRIES`
+        entries), certified exactly; for mutual information a rigorous bracket of the optimum
+        (:mod:`designer.symmetry.exact`).
 
     Raises
     ------
@@ -151,10 +175,7 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
     start = time.perf_counter()
     timings = {}
     if utility in F_DIVERGENCES and structure.alternative is None:
-        structure = ClassStructure(
-            structure.sizes, structure.levels, structure.prior, np.full(structure.r, 1.0 / structure.k),
-            structure.members, structure.name,
-        )
+        structure = replace(structure, alternative=np.full(structure.r, 1.0 / structure.k))
         if np.allclose(structure.prior, structure.alternative, rtol=0, atol=1e-15):
             raise ValueError(f"the {utility} utility compares the prior with the uniform distribution, and they are equal")
     tick = time.perf_counter()
@@ -169,6 +190,8 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
     objective = float(values @ weights)
     residual = float(np.max(values - sums @ duals))
     timings["lp"] = time.perf_counter() - tick
+    if exact:
+        return _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings)
     support = _support(structure, orbits, weights, values)
     channel = None
     tick = time.perf_counter()
@@ -184,6 +207,44 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
     return SymmetricDesign(
         structure, utility, objective, duals, residual, float(rhs @ duals - objective), orbits.count, support,
         channel, certificate, epsilon, seconds=time.perf_counter() - start, timings=timings,
+    )
+
+
+def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings):
+    """The exact branch of :func:`design_symmetric` (:mod:`designer.symmetry.exact`)."""
+    from designer.certify import certify
+    from designer.symmetry import exact as rational
+
+    tick = time.perf_counter()
+    ratios = rational.exact_ratios(structure, components, epsilon)
+    chosen = rational.exact_weights(structure, orbits, np.flatnonzero(weights), ratios)
+    weights = np.zeros(orbits.count)
+    for o, theta in chosen.items():
+        weights[o] = float(theta)
+    support = _support(structure, orbits, weights, values)
+    periods = {o: cyclic_period(structure, orbits, o) for o in chosen}
+    timings["exact weights"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    channel = None
+    if materialise and structure.k * sum(periods.values()) <= rational.MAX_EXACT_ENTRIES:
+        channel = Channel(rational.exact_channel(structure, orbits, chosen, ratios, periods))
+    if channel is not None and structure.k ** 2 * channel.n_outputs <= FULL_CERTIFIER_WORK:
+        verdict = certify(channel, structure.privacy(), exact=True)
+        certificate = StructureCertificate(verdict.certified, "exact", float(verdict.margin))
+    else:
+        certificate = rational.exact_structural_certificate(structure, components, epsilon, orbits, chosen, ratios)
+    timings["certify"] = time.perf_counter() - tick
+    bracket = None
+    if utility == "mutual-information":
+        tick = time.perf_counter()
+        bracket = rational.information_bracket(structure, components, epsilon, orbits, chosen, ratios, duals)
+        timings["bracket"] = time.perf_counter() - tick
+    objective = float(values @ weights)
+    return SymmetricDesign(
+        structure, utility, objective, duals, float(np.max(values - orbits.class_sums() @ duals)),
+        float(structure.sizes @ duals - objective), orbits.count, support, channel, certificate, epsilon,
+        seconds=time.perf_counter() - start, timings=timings, exact=True, bracket=bracket,
+        note=rational.irrational_note(structure, components, epsilon),
     )
 
 

@@ -1,0 +1,251 @@
+"""Exact orbit-LP designs: rational weights and channel, an exact certificate, rigorous bounds.
+
+The same guarantees as ``design --exact`` on the enumeration path
+(:func:`designer.design.design_channel`), at class level:
+
+* **Rational columns.** A box vertex of class a is high at ``r_a``: ``r`` exactly for a
+  level ``log(r)``, a rigorous rational *lower* bound of ``e^eps`` (128 bits,
+  :func:`designer.cone.exact_ratio`) for a rational level such as ``1``, whose ``e^eps``
+  is irrational (Lindemann) -- the cone then shrinks by less than ``1e-38`` relative,
+  as on the enumeration path. The float LP picks the support orbits; their weights solve
+  ``sum_o theta_o s_a(v_o) = n_a`` exactly (python-flint), and must be non-negative.
+* **Exact certificate.** :func:`exact_structural_certificate` checks the class-level proof
+  of :mod:`designer.symmetry.certify` in rationals: counts within the class sizes, every
+  high value ``r_a <= e^{eps_a}`` decided exactly (:meth:`designer.exact.ExactEpsilon.allows`),
+  class row sums exactly 1. Small channels are also tabulated in rationals and given to the
+  exact certifier (:func:`designer.certify.certify` with ``exact=True``).
+* **Rigorous optimality bracket** (mutual information). The lower bound is the exact
+  channel's information, ``sum_o theta_o mu(v_o)`` in Arb balls. The upper bound is the
+  dual of :mod:`designer.symmetry.orbits` made rigorous: ``y`` (the LP's float duals, read
+  as rationals) is raised by ``delta = max_o (mu(v_o) - y . s(v_o)) / sum_a s_a(v_o)``
+  (``delta >= 0``), evaluated in Arb over *every* orbit with the true ``e^{eps_a}``; then
+  ``mu(v) <= (y + delta) . s(v)`` for every generator of the true cone, so by sublinearity
+  every E-LDP channel has ``I(X; Y) <= sum_a n_a (y_a + delta)`` (Kairouz, Oh, Viswanath
+  2014, Theorem 4; the LP dual argument of :mod:`designer.design`). Both bounds are
+  rounded outward to floats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from designer.cone import exact_ratio
+from designer.exact import arb_precision, ball_bounds
+from designer.symmetry.certify import StructureCertificate
+from designer.symmetry.classes import ClassStructure
+from designer.symmetry.orbits import Orbits
+
+#: Bits of the Arb balls of the optimality bracket.
+BRACKET_BITS = 128
+#: Largest rational channel (k x m entries) tabulated in exact mode.
+MAX_EXACT_ENTRIES = 2_000_000
+
+
+@dataclass(frozen=True)
+class OptimalityBracket:
+    """Rigorous ``lower <= optimum <= upper`` (nats), from Arb balls rounded outward."""
+
+    lower: float
+    upper: float
+    delta: float
+
+    @property
+    def width(self) -> float:
+        return self.upper - self.lower
+
+
+def row_level(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray, a: int):
+    """The exact row level of class a (an entry of its row inside its component equal to ``eps_a``)."""
+    group = next(group for group in components if a in group)
+    for b in group:
+        if (b != a or structure.sizes[a] >= 2) and structure.levels[a, b] == epsilon[a]:
+            return structure.exact_level(a, int(b))
+    return None
+
+
+def exact_ratios(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> list[Fraction]:
+    """``r_a``: ``e^{eps_a}`` exactly for ``log(r)``, a rigorous rational lower bound otherwise (1: free, 0)."""
+    ratios = []
+    for a in range(structure.r):
+        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
+        ratios.append(Fraction(1) if level is None else exact_ratio(level))
+    return ratios
+
+
+def irrational_note(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> str | None:
+    """One line when some used level is rational but not 0 (``e^eps`` irrational), else None."""
+    for a in range(structure.r):
+        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
+        if level is not None and level.exp_value is None and level.value != 0:
+            return (
+                f"e^{level} is irrational: columns use a 128-bit rational lower bound of it "
+                "(certified exactly; the optimum is bracketed, write log(r) for rational ratios)"
+            )
+    return None
+
+
+def exact_weights(
+    structure: ClassStructure, orbits: Orbits, support: np.ndarray, ratios: list[Fraction]
+) -> dict[int, Fraction]:
+    """Exact weights of the support orbits: ``sum_o theta_o s_a(v_o) = n_a`` per component.
+
+    Normal equations in rationals (python-flint), as :func:`designer.design._exact_channel_matrix`;
+    raises ``ArithmeticError`` when the support has no exact non-negative solution.
+    """
+    import flint
+
+    weights: dict[int, Fraction] = {}
+    for component in np.unique(orbits.component[support]):
+        members = [int(o) for o in support if orbits.component[o] == component]
+        rows = [class_sums(orbits, o, ratios) for o in members]
+        s = len(rows)
+        gram = flint.fmpq_mat(s, s, [_fmpq(sum((x * y for x, y in zip(u, v)), Fraction(0))) for u in rows for v in rows])
+        target = flint.fmpq_mat(s, 1, [_fmpq(sum((x * int(n) for x, n in zip(u, structure.sizes)), Fraction(0))) for u in rows])
+        theta = [Fraction(int(value.p), int(value.q)) for value in gram.solve(target).entries()]
+        classes = np.flatnonzero(np.any([[value != 0 for value in row] for row in rows], axis=0))
+        totals = [sum((theta[i] * rows[i][a] for i in range(s)), Fraction(0)) for a in classes]
+        if any(total != int(structure.sizes[a]) for total, a in zip(totals, classes)) or min(theta) < 0:
+            raise ArithmeticError("the orbit LP's support has no exact non-negative solution; retry without --exact")
+        weights.update(zip(members, theta))
+    return weights
+
+
+def class_sums(orbits: Orbits, o: int, ratios: list[Fraction]) -> list[Fraction]:
+    """``s_a(v_o) = high_a r_a + low_a`` in rationals."""
+    return [int(h) * ratio + int(low) for h, low, ratio in zip(orbits.high[o], orbits.low[o], ratios)]
+
+
+def exact_structural_certificate(
+    structure: ClassStructure,
+    components: list[np.ndarray],
+    epsilon: np.ndarray,
+    orbits: Orbits,
+    weights: dict[int, Fraction],
+    ratios: list[Fraction],
+) -> StructureCertificate:
+    """The class-level proof of :mod:`designer.symmetry.certify`, decided in exact arithmetic.
+
+    ``margin`` is ``min eps_a - log r_a`` over the high classes of the support (0 for ``log(r)``).
+    """
+    sizes = structure.sizes
+    row_sums = [Fraction(0)] * structure.r
+    margin = math.inf
+    for o, theta in weights.items():
+        high, low = orbits.high[o], orbits.low[o]
+        if theta < 0 or np.any(high < 0) or np.any(low < 0) or np.any(high + low > sizes):
+            return StructureCertificate(False, "exact structural", -math.inf, f"orbit {o}: counts outside the class sizes")
+        support = np.flatnonzero(high + low)
+        if not np.isin(support, components[orbits.component[o]]).all() or np.any(high[~np.isfinite(epsilon)] > 0):
+            return StructureCertificate(False, "exact structural", -math.inf, f"orbit {o}: outside its component")
+        for a in np.flatnonzero(high):
+            level = row_level(structure, components, epsilon, int(a))
+            if level is None or not level.allows(ratios[a], Fraction(1)):
+                return StructureCertificate(False, "exact structural", -math.inf, f"class {a}: ratio {ratios[a]} above e^eps")
+            margin = min(margin, level.gap(ratios[a]))
+        for a, value in enumerate(class_sums(orbits, o, ratios)):
+            row_sums[a] += theta * value
+    wrong = [a for a in range(structure.r) if row_sums[a] != int(sizes[a])]
+    if wrong:
+        return StructureCertificate(False, "exact structural", margin, f"class {wrong[0]}: row sum {row_sums[wrong[0]] / int(sizes[wrong[0]])}")
+    return StructureCertificate(True, "exact structural", margin, "class row sums exactly 1")
+
+
+def exact_channel(structure: ClassStructure, orbits: Orbits, weights: dict[int, Fraction], ratios: list[Fraction], periods) -> np.ndarray:
+    """The k x m channel of :func:`designer.symmetry.design.materialise_channel` in rationals (object array)."""
+    members = structure.class_members()
+    blocks = []
+    for o, theta in weights.items():
+        period = periods[o]
+        scale = theta / period
+        block = np.full((structure.k, period), Fraction(0), dtype=object)
+        shifts = np.arange(period)
+        unit = orbits.high[o].sum() == 0 and orbits.low[o].sum() == 1
+        for a, group in enumerate(members):
+            if unit:
+                if orbits.low[o, a]:
+                    block[group, shifts] = scale
+                continue
+            high, low = orbits.high[o, a], orbits.low[o, a]
+            if high + low == 0:
+                continue
+            is_high = (np.arange(group.size)[:, None] - shifts[None, :]) % group.size < high
+            block[group, :] = np.where(is_high, scale * ratios[a], scale)
+        blocks.append(block)
+    return np.hstack(blocks)
+
+
+def information_bracket(
+    structure: ClassStructure,
+    components: list[np.ndarray],
+    epsilon: np.ndarray,
+    orbits: Orbits,
+    weights: dict[int, Fraction],
+    ratios: list[Fraction],
+    duals: np.ndarray,
+) -> OptimalityBracket:
+    """Rigorous bounds on the optimal mutual information (module docstring)."""
+    import flint
+
+    with arb_precision(BRACKET_BITS):
+        prior = [Fraction(float(p)) for p in structure.prior]
+        total = sum((int(n) * p for n, p in zip(structure.sizes, prior)), Fraction(0))
+        prior = [_arb(p / total) for p in prior]
+        chosen = [_arb(ratio) for ratio in ratios]
+        true = []
+        for a in range(structure.r):
+            level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
+            true.append(flint.arb(1) if level is None else _true_ratio(level))
+        lower = flint.arb(0)
+        for o, theta in weights.items():
+            lower += _arb(theta) * _information(orbits.high[o], orbits.low[o], chosen, prior)[0]
+        y = [Fraction(float(value)) for value in duals]
+        delta = Fraction(0)
+        for o in range(orbits.count):
+            value, sums = _information(orbits.high[o], orbits.low[o], true, prior)
+            excess = (value - sum((_arb(y[a]) * sums[a] for a in range(structure.r)), flint.arb(0))) / sum(sums, flint.arb(0))
+            delta = max(delta, ball_bounds(excess)[1])
+        upper = sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0))
+        low, _ = ball_bounds(lower)
+    return OptimalityBracket(_round(low, -math.inf), _round(upper, math.inf), float(delta))
+
+
+def _information(high, low, ratios, prior):
+    """``mu(v)`` of a box vertex (orbit counts) in Arb, and its class sums ``s_a``."""
+    import flint
+
+    sums = [int(h) * ratio + int(m) for h, m, ratio in zip(high, low, ratios)]
+    mass = sum((p * s for p, s in zip(prior, sums)), flint.arb(0))
+    own = sum((p * int(h) * ratio * ratio.log() for p, h, ratio in zip(prior, high, ratios) if h), flint.arb(0))
+    return own - mass * mass.log(), sums
+
+
+def _true_ratio(level):
+    import flint
+
+    if level.exp_value is not None:
+        return _arb(level.exp_value)
+    return _arb(level.value).exp() if level.value != 0 else flint.arb(1)
+
+
+def _round(value: Fraction, direction: float) -> float:
+    """The float next to ``value`` on the side of ``direction`` (outward rounding)."""
+    nearest = float(value)
+    if (direction < 0 and Fraction(nearest) > value) or (direction > 0 and Fraction(nearest) < value):
+        return math.nextafter(nearest, direction)
+    return nearest
+
+
+def _arb(value: Fraction):
+    import flint
+
+    return flint.arb(flint.fmpq(value.numerator, value.denominator))
+
+
+def _fmpq(value: Fraction):
+    import flint
+
+    return flint.fmpq(value.numerator, value.denominator)
