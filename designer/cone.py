@@ -313,6 +313,21 @@ def _uniform_level(privacy: PrivacyMatrix, closure: np.ndarray, symbols: np.ndar
     return privacy.exact_epsilon[symbols[x], symbols[x_prime]]
 
 
+def irrational_ratio_note(levels) -> str | None:
+    """One line when exact mode meets a rational level ``eps != 0`` (``e^eps`` irrational), else None.
+
+    :func:`exact_ratio` then uses a rigorous rational lower bound of ``e^eps``: the design is
+    certified exactly for E, on a cone smaller by less than ``1e-38`` relative.
+    """
+    for level in levels:
+        if not level.infinite and level.exp_value is None and level.value != 0:
+            return (
+                f"e^{level} is irrational: the design uses a {EXACT_EXP_BITS}-bit rational lower bound of it "
+                "(certified exactly; write log(r) for a rational ratio r)"
+            )
+    return None
+
+
 def exact_ratio(level: ExactEpsilon) -> Fraction:
     """``exp(level)`` exactly for ``log(r)``, else a rigorous rational lower bound."""
     if level.infinite:

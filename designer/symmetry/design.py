@@ -56,6 +56,7 @@ class OrbitColumn:
     weight: float
     columns: int
     value: float
+    exact_weight: str | None = None
 
 
 @dataclass
@@ -86,6 +87,9 @@ class SymmetricDesign:
         Exact mutual-information designs: rigorous bounds on the optimum.
     note : str or None
         Exact designs with an irrational ``e^eps``: the one line saying so.
+    exact_ratios : list of str or None
+        Exact designs: the rational high value ``r_a`` of each class (``exact_weight`` of
+        each support column is its rational weight).
     method : str
     seconds : float
     timings : dict
@@ -108,6 +112,7 @@ class SymmetricDesign:
     exact: bool = False
     bracket: OptimalityBracket | None = None
     note: str | None = None
+    exact_ratios: list | None = None
 
     @property
     def certified(self) -> bool:
@@ -144,6 +149,7 @@ class SymmetricDesign:
             "exact": self.exact,
             **({"optimum_bounds": [self.bracket.lower, self.bracket.upper]} if self.bracket else {}),
             **({"exact_note": self.note} if self.note else {}),
+            **({"exact_ratios": self.exact_ratios} if self.exact_ratios else {}),
         }
 
 
@@ -217,11 +223,13 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
 
     tick = time.perf_counter()
     ratios = rational.exact_ratios(structure, components, epsilon)
-    chosen = rational.exact_weights(structure, orbits, np.flatnonzero(weights), ratios)
+    chosen = {o: theta for o, theta in rational.exact_weights(structure, orbits, np.flatnonzero(weights), ratios).items() if theta}
     weights = np.zeros(orbits.count)
     for o, theta in chosen.items():
         weights[o] = float(theta)
     support = _support(structure, orbits, weights, values)
+    for column, o in zip(support, np.flatnonzero(weights)):
+        column.exact_weight = str(chosen[o])
     periods = {o: cyclic_period(structure, orbits, o) for o in chosen}
     timings["exact weights"] = time.perf_counter() - tick
     tick = time.perf_counter()
@@ -244,7 +252,7 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
         structure, utility, objective, duals, float(np.max(values - orbits.class_sums() @ duals)),
         float(structure.sizes @ duals - objective), orbits.count, support, channel, certificate, epsilon,
         seconds=time.perf_counter() - start, timings=timings, exact=True, bracket=bracket,
-        note=rational.irrational_note(structure, components, epsilon),
+        note=rational.irrational_note(structure, components, epsilon), exact_ratios=[str(ratio) for ratio in ratios],
     )
 
 

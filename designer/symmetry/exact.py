@@ -33,7 +33,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer.cone import exact_ratio
+from designer.cone import exact_ratio, irrational_ratio_note
 from designer.exact import arb_precision, ball_bounds
 from designer.symmetry.certify import StructureCertificate
 from designer.symmetry.classes import ClassStructure
@@ -77,15 +77,9 @@ def exact_ratios(structure: ClassStructure, components: list[np.ndarray], epsilo
 
 
 def irrational_note(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> str | None:
-    """One line when some used level is rational but not 0 (``e^eps`` irrational), else None."""
-    for a in range(structure.r):
-        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
-        if level is not None and level.exp_value is None and level.value != 0:
-            return (
-                f"e^{level} is irrational: columns use a 128-bit rational lower bound of it "
-                "(certified exactly; the optimum is bracketed, write log(r) for rational ratios)"
-            )
-    return None
+    """:func:`designer.cone.irrational_ratio_note` for the row levels in use."""
+    levels = [row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None for a in range(structure.r)]
+    return irrational_ratio_note(level for level in levels if level is not None)
 
 
 def exact_weights(
@@ -201,25 +195,27 @@ def information_bracket(
             true.append(flint.arb(1) if level is None else _true_ratio(level))
         lower = flint.arb(0)
         for o, theta in weights.items():
-            lower += _arb(theta) * _information(orbits.high[o], orbits.low[o], chosen, prior)[0]
+            lower += _arb(theta) * _information(orbits, o, chosen, prior)[0]
         y = [Fraction(float(value)) for value in duals]
+        dual = [_arb(value) for value in y]
         delta = Fraction(0)
         for o in range(orbits.count):
-            value, sums = _information(orbits.high[o], orbits.low[o], true, prior)
-            excess = (value - sum((_arb(y[a]) * sums[a] for a in range(structure.r)), flint.arb(0))) / sum(sums, flint.arb(0))
+            value, sums = _information(orbits, o, true, prior)
+            excess = (value - sum((dual[a] * part for a, part in sums.items()), flint.arb(0))) / sum(sums.values(), flint.arb(0))
             delta = max(delta, ball_bounds(excess)[1])
         upper = sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0))
         low, _ = ball_bounds(lower)
     return OptimalityBracket(_round(low, -math.inf), _round(upper, math.inf), float(delta))
 
 
-def _information(high, low, ratios, prior):
-    """``mu(v)`` of a box vertex (orbit counts) in Arb, and its class sums ``s_a``."""
+def _information(orbits: Orbits, o: int, ratios, prior):
+    """``mu(v_o)`` of a box vertex in Arb, and its non-zero class sums ``{a: s_a}``."""
     import flint
 
-    sums = [int(h) * ratio + int(m) for h, m, ratio in zip(high, low, ratios)]
-    mass = sum((p * s for p, s in zip(prior, sums)), flint.arb(0))
-    own = sum((p * int(h) * ratio * ratio.log() for p, h, ratio in zip(prior, high, ratios) if h), flint.arb(0))
+    high, low = orbits.high[o], orbits.low[o]
+    sums = {int(a): int(high[a]) * ratios[a] + int(low[a]) for a in np.flatnonzero(high + low)}
+    mass = sum((prior[a] * part for a, part in sums.items()), flint.arb(0))
+    own = sum((prior[a] * int(high[a]) * ratios[a] * ratios[a].log() for a in np.flatnonzero(high)), flint.arb(0))
     return own - mass * mass.log(), sums
 
 
