@@ -97,7 +97,7 @@ def mechanism_utilities(structure: ClassStructure, optimum: float) -> list[Mecha
     if family == "high-low":
         add("high-low Hadamard response", _high_low_hadamard(structure, e))
         add("uRR (utility-optimized RR)", _utility_optimized_rr(structure, e))
-        add("uRAP (utility-optimized RAPPOR)", utility_optimized_rappor(structure, epsilon), "theta = e^(eps/2)/(e^(eps/2)+1)")
+        add("uRAP (utility-optimized RAPPOR)", utility_optimized_rappor(structure, epsilon), "bits at eps/2")
     return results
 
 
