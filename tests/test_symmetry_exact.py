@@ -12,7 +12,7 @@ from designer.cli import app
 from designer.design import design_channel
 from designer.spec import PrivacyMatrix
 from designer.symmetry import ClassStructure, design_symmetric
-from designer.symmetry.exact import exact_structural_certificate
+from designer.symmetry.exact import ExactSupport, exact_structural_certificate
 from designer.symmetry.orbits import enumerate_orbits, row_levels
 
 runner = CliRunner()
@@ -101,11 +101,11 @@ def test_exact_structural_certificate_refuses_wrong_weights():
     assert result.certified and result.certificate.mode == "exact structural"
     support = [int(np.flatnonzero((orbits.high == c.high).all(axis=1) & (orbits.low == c.low).all(axis=1))[0]) for c in result.support]
     weights = {o: Fraction(c.exact_weight) for o, c in zip(support, result.support)}
-    assert exact_structural_certificate(structure, components, epsilon, orbits, weights, ratios).certified
+    assert exact_structural_certificate(ExactSupport(structure, components, epsilon, orbits, ratios, weights)).certified
     nudged = {o: w + Fraction(1, 10**30) for o, w in weights.items()}
-    assert not exact_structural_certificate(structure, components, epsilon, orbits, nudged, ratios).certified
+    assert not exact_structural_certificate(ExactSupport(structure, components, epsilon, orbits, ratios, nudged)).certified
     too_high = [Fraction(3) + Fraction(1, 10**30), Fraction(1)]
-    assert not exact_structural_certificate(structure, components, epsilon, orbits, weights, too_high).certified
+    assert not exact_structural_certificate(ExactSupport(structure, components, epsilon, orbits, too_high, weights)).certified
 
 
 def test_cli_exact_family_class_file_and_refusals(tmp_path):

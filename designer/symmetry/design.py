@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 import numpy as np
 
@@ -231,21 +232,22 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
     for column, o in zip(support, np.flatnonzero(weights)):
         column.exact_weight = str(chosen[o])
     periods = {o: cyclic_period(structure, orbits, o) for o in chosen}
+    solution = rational.ExactSupport(structure, components, epsilon, orbits, ratios, chosen)
     timings["exact weights"] = time.perf_counter() - tick
     tick = time.perf_counter()
     channel = None
     if materialise and structure.k * sum(periods.values()) <= rational.MAX_EXACT_ENTRIES:
-        channel = Channel(rational.exact_channel(structure, orbits, chosen, ratios, periods))
+        channel = Channel(materialise_channel(structure, orbits, chosen, ratios))
     if channel is not None and structure.k ** 2 * channel.n_outputs <= FULL_CERTIFIER_WORK:
         verdict = certify(channel, structure.privacy(), exact=True)
         certificate = StructureCertificate(verdict.certified, "exact", float(verdict.margin))
     else:
-        certificate = rational.exact_structural_certificate(structure, components, epsilon, orbits, chosen, ratios)
+        certificate = rational.exact_structural_certificate(solution)
     timings["certify"] = time.perf_counter() - tick
     bracket = None
     if utility == "mutual-information":
         tick = time.perf_counter()
-        bracket = rational.information_bracket(structure, components, epsilon, orbits, chosen, ratios, duals)
+        bracket = rational.information_bracket(solution, duals)
         timings["bracket"] = time.perf_counter() - tick
     objective = float(values @ weights)
     return SymmetricDesign(
@@ -312,27 +314,34 @@ def _support(structure, orbits, weights, values) -> list[OrbitColumn]:
     ]
 
 
-def materialise_channel(structure: ClassStructure, orbits: Orbits, weights: np.ndarray) -> np.ndarray:
-    """The k x m channel: each support orbit as its cyclic shifts (module docstring)."""
+def materialise_channel(structure: ClassStructure, orbits: Orbits, weights, ratios: list | None = None) -> np.ndarray:
+    """The k x m channel: each support orbit as its cyclic shifts (module docstring).
+
+    ``weights``: the orbit weights as a float array; or, exactly, a dict ``{orbit: Fraction}``
+    with ``ratios`` the rational high values ``r_a``, giving an object array of Fractions.
+    """
+    exact = ratios is not None
+    ratio = ratios if exact else orbits.ratio
+    zero = Fraction(0) if exact else 0.0
     members = structure.class_members()
     blocks = []
-    for o in np.flatnonzero(weights):
+    for o in (list(weights) if exact else np.flatnonzero(weights)):
         period = cyclic_period(structure, orbits, o)
-        block = np.zeros((structure.k, period))
+        scale = weights[o] / period
+        block = np.full((structure.k, period), zero, dtype=object if exact else float)
         shifts = np.arange(period)
         unit = orbits.high[o].sum() == 0 and orbits.low[o].sum() == 1
         for a, group in enumerate(members):
             if unit:
                 if orbits.low[o, a]:
-                    block[group, shifts] = 1.0
+                    block[group, shifts] = scale
                 continue
             high, low = orbits.high[o, a], orbits.low[o, a]
             if high + low == 0:
                 continue
-            position = np.arange(group.size)
-            is_high = (position[:, None] - shifts[None, :]) % group.size < high
-            block[group, :] = np.where(is_high, orbits.ratio[a], 1.0)
-        blocks.append(block * (weights[o] / period))
+            is_high = (np.arange(group.size)[:, None] - shifts[None, :]) % group.size < high
+            block[group, :] = np.where(is_high, scale * ratio[a], scale)
+        blocks.append(block)
     return np.hstack(blocks)
 
 

@@ -113,18 +113,27 @@ def class_sums(orbits: Orbits, o: int, ratios: list[Fraction]) -> list[Fraction]
     return [int(h) * ratio + int(low) for h, low, ratio in zip(orbits.high[o], orbits.low[o], ratios)]
 
 
-def exact_structural_certificate(
-    structure: ClassStructure,
-    components: list[np.ndarray],
-    epsilon: np.ndarray,
-    orbits: Orbits,
-    weights: dict[int, Fraction],
-    ratios: list[Fraction],
-) -> StructureCertificate:
+@dataclass(frozen=True)
+class ExactSupport:
+    """An exact orbit-LP solution: the E (classes, components, row levels), orbits, ``r_a`` and weights."""
+
+    structure: ClassStructure
+    components: list
+    epsilon: np.ndarray
+    orbits: Orbits
+    ratios: list
+    weights: dict
+
+
+def exact_structural_certificate(solution: ExactSupport) -> StructureCertificate:
     """The class-level proof of :mod:`designer.symmetry.certify`, decided in exact arithmetic.
 
     ``margin`` is ``min eps_a - log r_a`` over the high classes of the support (0 for ``log(r)``).
     """
+    structure, components, epsilon, orbits, ratios = (
+        solution.structure, solution.components, solution.epsilon, solution.orbits, solution.ratios
+    )
+    weights = solution.weights
     sizes = structure.sizes
     row_sums = [Fraction(0)] * structure.r
     margin = math.inf
@@ -148,41 +157,14 @@ def exact_structural_certificate(
     return StructureCertificate(True, "exact structural", margin, "class row sums exactly 1")
 
 
-def exact_channel(structure: ClassStructure, orbits: Orbits, weights: dict[int, Fraction], ratios: list[Fraction], periods) -> np.ndarray:
-    """The k x m channel of :func:`designer.symmetry.design.materialise_channel` in rationals (object array)."""
-    members = structure.class_members()
-    blocks = []
-    for o, theta in weights.items():
-        period = periods[o]
-        scale = theta / period
-        block = np.full((structure.k, period), Fraction(0), dtype=object)
-        shifts = np.arange(period)
-        unit = orbits.high[o].sum() == 0 and orbits.low[o].sum() == 1
-        for a, group in enumerate(members):
-            if unit:
-                if orbits.low[o, a]:
-                    block[group, shifts] = scale
-                continue
-            high, low = orbits.high[o, a], orbits.low[o, a]
-            if high + low == 0:
-                continue
-            is_high = (np.arange(group.size)[:, None] - shifts[None, :]) % group.size < high
-            block[group, :] = np.where(is_high, scale * ratios[a], scale)
-        blocks.append(block)
-    return np.hstack(blocks)
-
-
-def information_bracket(
-    structure: ClassStructure,
-    components: list[np.ndarray],
-    epsilon: np.ndarray,
-    orbits: Orbits,
-    weights: dict[int, Fraction],
-    ratios: list[Fraction],
-    duals: np.ndarray,
-) -> OptimalityBracket:
-    """Rigorous bounds on the optimal mutual information (module docstring)."""
+def information_bracket(solution: ExactSupport, duals: np.ndarray) -> OptimalityBracket:
+    """Rigorous bounds on the optimal mutual information (module docstring); ``duals``: the LP's ``y``."""
     import flint
+
+    structure, components, epsilon, orbits, ratios = (
+        solution.structure, solution.components, solution.epsilon, solution.orbits, solution.ratios
+    )
+    weights = solution.weights
 
     with arb_precision(BRACKET_BITS):
         prior = [Fraction(float(p)) for p in structure.prior]
