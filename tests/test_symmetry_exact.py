@@ -125,6 +125,14 @@ def test_cli_exact_family_class_file_and_refusals(tmp_path):
     assert outcome.exit_code == 0 and "exact structural certificate" in outcome.stdout and "rigorous bounds" in outcome.stdout
     design = json.loads((tmp_path / "D.json").read_text())
     assert design["exact_ratios"] == ["3", "1"] and all("/" in c["exact_weight"] or c["exact_weight"].isdigit() for c in design["support"])
+    enumerated = runner.invoke(
+        app, ["design", "--family", "ldp", "--k", "6", "--eps", "log(3)", "--exact", "--method", "enumerate", "--out", str(out), "--json"]
+    )
+    orbit = runner.invoke(app, ["design", "--family", "ldp", "--k", "6", "--eps", "log(3)", "--exact", "--out", str(out), "--json"])
+    assert enumerated.exit_code == 0 and orbit.exit_code == 0
+    first, second = json.loads(enumerated.stdout), json.loads(orbit.stdout)
+    assert first["certificate_mode"] == second["certificate_mode"] == "exact" and first["margin"] == second["margin"] == 0
+    assert second["optimum_bounds"][0] <= first["objective"] + 1e-15 and first["objective"] <= second["optimum_bounds"][1] + 1e-15
     for bad in ("log(1/2)", "-1", "e"):
         outcome = runner.invoke(app, ["design", "--family", "ldp", "--k", "40", "--eps", bad, "--exact", "--out", str(out)])
         assert outcome.exit_code == 2 and "--eps" in outcome.output
