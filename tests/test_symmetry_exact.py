@@ -138,3 +138,28 @@ def test_cli_exact_family_class_file_and_refusals(tmp_path):
         assert outcome.exit_code == 2 and "--eps" in outcome.output
     outcome = runner.invoke(app, ["design", "--E", "x.csv", "--method", "column-generation", "--exact", "--out", str(out)])
     assert outcome.exit_code == 2
+
+
+def test_dense_e_with_exact_uses_exact_twin_classes(tmp_path):
+    """A dense log(3) E above k = 16 runs the exact orbit LP; differently written levels in a class refuse it."""
+    from designer.symmetry import twin_classes
+    from designer.symmetry.exact import with_exact_levels
+
+    k = 20
+    rows = [["0" if x == z else "log(3)" for z in range(k)] for x in range(k)]
+    e_file = tmp_path / "E.csv"
+    e_file.write_text("\n".join(map(",".join, rows)) + "\n")
+    out = tmp_path / "Q.csv"
+    outcome = runner.invoke(app, ["design", "--E", str(e_file), "--exact", "--out", str(out), "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    summary = json.loads(outcome.stdout)
+    assert summary["certificate_mode"] == "exact" and summary["margin"] == 0 and "twin classes" in summary["method_note"]
+    lower, upper = summary["optimum_bounds"]
+    assert lower <= staircase_optimum(k, 3.0) + 1e-15 <= upper + 2e-15
+    table = [[Fraction(v) for v in line.split(",")] for line in out.read_text().splitlines()]
+    assert all(sum(row) == 1 for row in table) and all(max(column) / min(column) == 3 for column in zip(*table))
+    rows[0][1] = "1.0986122886681098"  # the float of log(3), written as a decimal: same float, another number
+    mixed = PrivacyMatrix(np.array(rows, dtype=object))
+    structure = twin_classes(mixed)
+    assert structure.r == 1 and with_exact_levels(mixed, structure) is None
+    assert with_exact_levels(PrivacyMatrix(np.array([[v if v != "1.0986122886681098" else "log(3)" for v in row] for row in rows], dtype=object)), structure) is not None

@@ -296,9 +296,16 @@ def _structure(privacy, prior, alternative, method: str, exact: bool):
         if method == "enumerate":
             return None, "vertex enumeration" + (" (exact)" if exact else "")
         return privacy.with_distributions(prior, alternative), "symmetry: classes given, orbit LP" + (" (exact)" if exact else "")
-    if exact:
-        return None, "vertex enumeration (exact)"
-    return symmetric_structure(privacy, prior, alternative, method)
+    structure, note = symmetric_structure(privacy, prior, alternative, method)
+    if not exact:
+        return structure, note
+    if structure is not None:
+        from designer.symmetry.exact import with_exact_levels
+
+        structure = with_exact_levels(privacy, structure)
+        if structure is None:
+            return None, "symmetry lost for --exact (a twin class holds differently written levels); vertex enumeration (exact)"
+    return structure, f"{note} (exact)"
 
 
 def _design_symmetric(

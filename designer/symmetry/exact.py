@@ -28,13 +28,13 @@ The same guarantees as ``design --exact`` on the enumeration path
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 
 from designer.cone import exact_ratio, irrational_ratio_note
-from designer.exact import arb_precision, ball_bounds
+from designer.exact import ExactEpsilon, arb_precision, ball_bounds
 from designer.symmetry.certify import StructureCertificate
 from designer.symmetry.classes import ClassStructure
 from designer.symmetry.orbits import Orbits
@@ -80,6 +80,38 @@ def irrational_note(structure: ClassStructure, components: list[np.ndarray], eps
     """:func:`designer.cone.irrational_ratio_note` for the row levels in use."""
     levels = [row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None for a in range(structure.r)]
     return irrational_ratio_note(level for level in levels if level is not None)
+
+
+def with_exact_levels(privacy, structure: ClassStructure) -> ClassStructure | None:
+    """Twin classes of a dense E with its exact entries as class levels, or None.
+
+    Twin classes are found on the float levels; for ``--exact`` every block of E between
+    two classes must hold one exact level (``log(3)`` everywhere, not ``log(3)`` next to its
+    decimal), which is checked here on all k (k - 1) entries. Then the class structure's E
+    *is* the file's E exactly, and its exact certificate certifies against it.
+    """
+    k = privacy.k
+    rows, columns = np.nonzero(~np.eye(k, dtype=bool))
+    levels = privacy.exact_levels(rows, columns)
+    codes: dict = {}
+    code = np.fromiter((codes.setdefault(level, len(codes)) for level in levels), dtype=np.int64, count=rows.size)
+    by_code = list(codes)
+    c = structure.class_of()
+    pair = c[rows] * structure.r + c[columns]
+    low = np.full(structure.r**2, np.iinfo(np.int64).max)
+    high = np.full(structure.r**2, -1)
+    np.minimum.at(low, pair, code)
+    np.maximum.at(high, pair, code)
+    if np.any((high >= 0) & (low != high)):
+        return None
+    exact = np.empty((structure.r, structure.r), dtype=object)
+    for a in range(structure.r):
+        for b in range(structure.r):
+            index = a * structure.r + b
+            exact[a, b] = by_code[high[index]] if high[index] >= 0 else ExactEpsilon(infinite=True)
+            if float(exact[a, b]) != structure.levels[a, b]:
+                return None
+    return replace(structure, exact_levels=exact)
 
 
 def exact_weights(
