@@ -163,3 +163,13 @@ def test_dense_e_with_exact_uses_exact_twin_classes(tmp_path):
     structure = twin_classes(mixed)
     assert structure.r == 1 and with_exact_levels(mixed, structure) is None
     assert with_exact_levels(PrivacyMatrix(np.array([[v if v != "1.0986122886681098" else "log(3)" for v in row] for row in rows], dtype=object)), structure) is not None
+
+
+def test_class_levels_written_differently_are_refused_in_exact_mode(tmp_path):
+    classes = tmp_path / "E.json"
+    levels = [["log(3)", "1.0986122886681098"], ["inf", "inf"]]  # one float, two numbers
+    classes.write_text(json.dumps({"classes": [{"size": 30}, {"size": 70}], "levels": levels}))
+    outcome = runner.invoke(app, ["design", "--classes", str(classes), "--exact", "--out", str(tmp_path / "Q.csv")])
+    assert outcome.exit_code == 2 and "differ exactly" in outcome.output and not (tmp_path / "Q.csv").exists()
+    outcome = runner.invoke(app, ["design", "--classes", str(classes), "--out", str(tmp_path / "Q.csv")])
+    assert outcome.exit_code == 0  # float mode: one level

@@ -59,12 +59,18 @@ class OptimalityBracket:
 
 
 def row_level(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray, a: int):
-    """The exact row level of class a (an entry of its row inside its component equal to ``eps_a``)."""
+    """The exact row level of class a: its entries inside its component, which must all be equal.
+
+    (:func:`designer.symmetry.orbits.row_levels` checks that the floats agree; two levels
+    written differently with the same float, ``log(3)`` and ``1.0986122886681098``, are
+    refused here, since the exact certificate assumes one level per row.)
+    """
     group = next(group for group in components if a in group)
-    for b in group:
-        if (b != a or structure.sizes[a] >= 2) and structure.levels[a, b] == epsilon[a]:
-            return structure.exact_level(a, int(b))
-    return None
+    levels = {structure.exact_level(a, int(b)) for b in group if b != a or structure.sizes[a] >= 2}
+    if len(levels) > 1:
+        shown = ", ".join(sorted(map(str, levels))[:3])
+        raise ValueError(f"--exact: the levels of class {a} differ exactly ({shown}) though their floats agree; write them alike")
+    return next(iter(levels), None)
 
 
 def exact_ratios(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> list[Fraction]:
