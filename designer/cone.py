@@ -134,7 +134,7 @@ class ComponentCone:
 
     def ratios(self, exact: bool = False) -> list:
         """``exp(E[x, x'])`` for each pair: floats, or (exact) rationals rounded down."""
-        return [_exact_ratio(level) if exact else math.exp(float(level)) for level in self.levels]
+        return [exact_ratio(level) if exact else math.exp(float(level)) for level in self.levels]
 
     def inequalities(self, exact: bool = False) -> np.ndarray:
         """Rows ``a`` with ``a . q >= 0``: the ratio rows, then ``q >= 0``."""
@@ -195,7 +195,7 @@ class ComponentCone:
         if use_closed_form:
             if self.uniform_level is None:
                 raise ValueError("the closed form needs a component with uniform epsilon")
-            ratio = _exact_ratio(self.uniform_level) if exact else math.exp(float(self.uniform_level))
+            ratio = exact_ratio(self.uniform_level) if exact else math.exp(float(self.uniform_level))
             vertices = uniform_ratio_cone_rays(self.dimension, float(ratio))
             return ComponentVertices(
                 self.symbols, vertices, "closed-form", time.perf_counter() - start, exact,
@@ -313,7 +313,22 @@ def _uniform_level(privacy: PrivacyMatrix, closure: np.ndarray, symbols: np.ndar
     return privacy.exact_epsilon[symbols[x], symbols[x_prime]]
 
 
-def _exact_ratio(level: ExactEpsilon) -> Fraction:
+def irrational_ratio_note(levels) -> str | None:
+    """One line when exact mode meets a rational level ``eps != 0`` (``e^eps`` irrational), else None.
+
+    :func:`exact_ratio` then uses a rigorous rational lower bound of ``e^eps``: the design is
+    certified exactly for E, on a cone smaller by less than ``1e-38`` relative.
+    """
+    for level in levels:
+        if not level.infinite and level.exp_value is None and level.value != 0:
+            return (
+                f"e^{level} is irrational: the design uses a {EXACT_EXP_BITS}-bit rational lower bound of it "
+                "(certified exactly; write log(r) for a rational ratio r)"
+            )
+    return None
+
+
+def exact_ratio(level: ExactEpsilon) -> Fraction:
     """``exp(level)`` exactly for ``log(r)``, else a rigorous rational lower bound."""
     if level.infinite:
         raise ValueError("no finite ratio for an infinite level")

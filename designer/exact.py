@@ -518,8 +518,12 @@ def separating_decimals(ratio: Fraction, level: ExactEpsilon) -> tuple[str, str]
 def exp_bounds(value: Fraction, precision: int) -> tuple[Fraction, Fraction]:
     """Rational ``lo <= exp(value) <= hi`` from an Arb ball at ``precision`` bits."""
     with arb_precision(precision):
-        ball = _arb(value).exp()
-        return _arb_to_fraction(ball.lower()), _arb_to_fraction(ball.upper())
+        return ball_bounds(_arb(value).exp())
+
+
+def ball_bounds(ball: "flint.arb") -> tuple[Fraction, Fraction]:
+    """Rational ``lo <= x <= hi`` for every ``x`` in an Arb ball (its endpoints, exactly)."""
+    return _arb_to_fraction(ball.lower()), _arb_to_fraction(ball.upper())
 
 
 def _arb_to_fraction(ball_endpoint: "flint.arb") -> Fraction:

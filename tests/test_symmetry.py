@@ -1,5 +1,6 @@
 """designer.symmetry: class structures, the orbit LP against closed forms, certificates, CLI."""
 
+import itertools
 import json
 import math
 
@@ -8,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from designer.certify import certify
+from designer.channel import Channel
 from designer.cli import app
 from designer.design import design_channel
 from designer.spec import PrivacyMatrix
@@ -240,6 +242,51 @@ def test_mechanism_utilities_match_their_channels():
     urr[np.arange(s, w), np.arange(s, w)] = (e - 1) / (s + e - 1)
     assert certify(urr, PrivacyMatrix.high_low(w, range(s), 1.0)).certified
     assert high_low["uRR (utility-optimized RR)"] == pytest.approx(mutual_information(uniform(w), urr), abs=1e-12)
+
+
+def rappor_table(k: int, s: int, a, b, c) -> np.ndarray:
+    """uRAP's k x 2^k channel by brute force: every bit vector, the product of its per-bit probabilities."""
+    rows = []
+    for x in range(k):
+        row = []
+        for bits in itertools.product((0, 1), repeat=k):
+            value = 1
+            for j, bit in enumerate(bits):
+                one = (a if j == x else b) if j < s else (c if j == x else 0)
+                value *= one if bit else 1 - one
+            row.append(value)
+        rows.append(row)
+    return np.array(rows, dtype=object)
+
+
+@pytest.mark.parametrize("k, s, epsilon, class_mass", [(8, 3, math.log(4), None), (7, 2, 1.0, 0.6), (6, 1, 0.5, 0.05), (8, 6, 2.5, 0.9)])
+def test_utility_optimized_rappor_information_against_all_bit_vectors(k, s, epsilon, class_mass):
+    """Class-level uRAP information (per-bit independence) = I(X;Y) over all 2^k outputs, any class prior."""
+    from designer.symmetry.compare import mechanism_utilities, rappor_bits, utility_optimized_rappor
+
+    prior = np.full(k, 1 / k) if class_mass is None else np.r_[np.full(s, class_mass / s), np.full(k - s, (1 - class_mass) / (k - s))]
+    structure = ClassStructure.high_low(k, s, epsilon).with_distributions(prior)
+    table = rappor_table(k, s, *rappor_bits(s, epsilon)).astype(float)
+    table = table[:, table.sum(axis=0) > 0]
+    assert utility_optimized_rappor(structure, epsilon) == pytest.approx(mutual_information(prior, table), abs=1e-12)
+    assert certify(table, PrivacyMatrix.high_low(k, range(s), epsilon)).certified
+    if class_mass is None:
+        rows = {row.name: row.value for row in mechanism_utilities(ClassStructure.high_low(k, s, epsilon), 1.0)}
+        assert rows["uRAP (utility-optimized RAPPOR)"] == pytest.approx(mutual_information(prior, table), abs=1e-12)
+
+
+def test_utility_optimized_rappor_is_exactly_e_ldp_at_log_4():
+    """At eps = log 4 the bit probabilities are rational (2/3, 1/3, 1/2): the exact certifier decides the 2^8 table."""
+    from fractions import Fraction
+
+    from designer.symmetry.compare import rappor_bits
+
+    assert rappor_bits(3, math.log(4)) == pytest.approx((2 / 3, 1 / 3, 1 / 2), abs=1e-15)
+    table = rappor_table(8, 3, Fraction(2, 3), Fraction(1, 3), Fraction(1, 2))
+    table = table[:, [any(value != 0 for value in column) for column in table.T]]
+    privacy = PrivacyMatrix(np.array([["0" if x == z else ("log(4)" if x < 3 else "inf") for z in range(8)] for x in range(8)], dtype=object))
+    verdict = certify(Channel(table), privacy, exact=True)
+    assert verdict.certified and verdict.margin == 0  # tight: the sensitive bits and the revealing bit use all of eps
 
 
 def test_cli_compare_table_json_and_plot(tmp_path):

@@ -62,23 +62,38 @@ def report_symmetric(result: SymmetricDesign, console: Console, note: str) -> No
         f"margin {result.certificate.margin:.3g})"
     )
     console.print(f"  optimality: dual residual {result.dual_residual:.1e}, duality gap {result.duality_gap:.1e}")
+    if result.bracket is not None:
+        bracket = result.bracket
+        console.print(
+            f"  rigorous bounds (Arb): {bracket.lower:.17g} <= optimum <= {bracket.upper:.17g} (width {bracket.width:.1e})"
+        )
+    if result.note:
+        console.print(f"  exact: {result.note}", markup=False, emoji=False)
 
 
-def family_input(family: str, k: int | None, eps: float, sensitive: int | None, blocks: str | None, grid: str | None):
-    """The E of ``--family``: a ClassStructure (ldp, high-low, block, utility-optimized) or a dense PrivacyMatrix (metric)."""
-    import math
+def family_input(family: str, k: int | None, eps, sensitive: int | None, blocks: str | None, grid: str | None):
+    """The E of ``--family``: a ClassStructure (ldp, high-low, block, utility-optimized) or a dense PrivacyMatrix (metric).
 
+    ``eps`` is read exactly (a number, ``log(3)``, ``1/2``): the class-structured families
+    keep it for ``--exact``.
+    """
     from designer.commands.spec import equal_block_sizes, parse_int_list
+    from designer.exact import ExactEpsilon
     from designer.spec import PrivacyMatrix
     from designer.symmetry import ClassStructure
 
     if family not in FAMILIES:
         raise ValueError(f"--family must be one of {', '.join(FAMILIES)}, got {family!r}")
-    if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"--eps must be a finite number >= 0, got {eps!r}")
+    text = eps
+    try:
+        eps = ExactEpsilon.parse(text)
+    except ValueError:
+        eps = None
+    if eps is None or eps.infinite or eps.beyond_double:
+        raise ValueError(f"--eps must be a finite number >= 0 (or log(r) with r >= 1), got {text!r}")
     if family == "metric-grid":
         shape = parse_int_list(_need(grid, "grid", family).replace("x", ","), "grid")
-        return PrivacyMatrix.grid_l1(shape, eps)
+        return PrivacyMatrix.grid_l1(shape, float(eps))
     k = _need(k, "k", family)
     if family == "ldp":
         return ClassStructure.classic(k, eps)
@@ -95,7 +110,7 @@ def family_input(family: str, k: int | None, eps: float, sensitive: int | None, 
     import networkx as nx
 
     graph = nx.path_graph(k) if family == "metric-line" else nx.cycle_graph(k)
-    return PrivacyMatrix.from_graph(graph, eps)
+    return PrivacyMatrix.from_graph(graph, float(eps))
 
 
 def _need(value, name: str, family: str):
@@ -127,7 +142,7 @@ def design_command(
     ),
     family: str = typer.Option(None, "--family", help=f"E by family parameters: {', '.join(FAMILIES)}."),
     k: int = typer.Option(None, "--k", min=1, help="--family: domain size (w for utility-optimized)."),
-    eps: float = typer.Option(1.0, "--eps", help="--family: privacy level epsilon."),
+    eps: str = typer.Option("1", "--eps", help="--family: privacy level epsilon (a number, or log(3) for --exact)."),
     sensitive: int = typer.Option(None, "--sensitive", min=1, help="--family high-low/utility-optimized: sensitive count."),
     blocks: str = typer.Option(None, "--blocks", help="--family block: M equal blocks, or sizes 3,5,2."),
     grid: str = typer.Option(None, "--grid", help="--family metric-grid: shape, e.g. 4x4."),
@@ -171,6 +186,7 @@ def design_command(
     """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
     import numpy as np
 
+    from designer.cone import irrational_ratio_note
     from designer.design import design_channel, design_expected_loss
     from designer.io import check_destinations, read_matrix, read_privacy_matrix
     from solvers.linear import LinearProgramError
@@ -213,7 +229,7 @@ def design_command(
         structure, note = _structure(privacy, prior, alternative, method, exact)
         if structure is not None:
             comparison = (plot, plot_eps) if compare else None
-            _design_symmetric(structure, utility, note, out, summary_file, as_json, package, comparison)
+            _design_symmetric(structure, utility, note, out, summary_file, as_json, package, comparison, exact)
             return
     if compare:
         fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
@@ -247,6 +263,9 @@ def design_command(
 
         document = seal(certified_package(result.channel, privacy, 32, package, prior), key)
     extra = {"method_note": note} if note else {}
+    irrational = irrational_ratio_note(privacy.exact_epsilon.ravel()) if exact else None
+    if irrational:
+        extra["exact_note"] = irrational
     result.save(out, summary_file, extra)
     if document is not None:
         from designer.deploy.package import write_package
@@ -259,6 +278,8 @@ def design_command(
         report(result, console)
         if note:
             console.print(f"  method: {note}", markup=False, emoji=False)
+        if irrational:
+            console.print(f"  exact: {irrational}", markup=False, emoji=False)
         console.print(f"  channel written to {out}", markup=False, emoji=False)
         if summary_file is not None:
             console.print(f"  summary written to {summary_file}", markup=False, emoji=False)
@@ -272,18 +293,24 @@ def _structure(privacy, prior, alternative, method: str, exact: bool):
     from designer.symmetry.route import symmetric_structure
 
     if isinstance(privacy, ClassStructure):
-        if exact:
-            raise ValueError("--exact is not available for the orbit LP (classes or --family); give a dense --E")
         if method == "enumerate":
-            return None, "vertex enumeration"
-        return privacy.with_distributions(prior, alternative), "symmetry: classes given, orbit LP"
-    if exact:
-        return None, "vertex enumeration (exact)"
-    return symmetric_structure(privacy, prior, alternative, method)
+            return None, "vertex enumeration" + (" (exact)" if exact else "")
+        return privacy.with_distributions(prior, alternative), "symmetry: classes given, orbit LP" + (" (exact)" if exact else "")
+    structure, note = symmetric_structure(privacy, prior, alternative, method)
+    if not exact:
+        return structure, note
+    if structure is not None:
+        from designer.symmetry.exact import with_exact_levels
+
+        structure = with_exact_levels(privacy, structure)
+        if structure is None:
+            return None, "symmetry lost for --exact (a twin class holds differently written levels); vertex enumeration (exact)"
+    return structure, f"{note} (exact)"
 
 
 def _design_symmetric(
-    structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison
+    structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison,
+    exact: bool = False,
 ) -> None:
     """Run the orbit LP, write the channel CSV (or the class-level design as JSON) and report."""
     from designer.io import json_writer, matrix_csv_writer, write_files
@@ -296,7 +323,7 @@ def _design_symmetric(
     from designer.symmetry import SymmetryLostError
 
     try:
-        result = design_symmetric(structure, utility)
+        result = design_symmetric(structure, utility, exact=exact)
     except SymmetryLostError as error:
         fail(f"symmetry lost ({structure.r} classes after splitting by the distributions): {error}")
     if not result.certified:
@@ -316,7 +343,7 @@ def _design_symmetric(
             plot_comparison(curves, plot, result.structure.name)
             summary["compare_curves"] = curves
     if result.channel is not None:
-        writes = [(out, matrix_csv_writer(result.channel.matrix))]
+        writes = [(out, matrix_csv_writer(result.channel.exact_matrix if result.exact else result.channel.matrix))]
     else:
         writes = [(out, json_writer(summary))]
     if summary_file is not None:

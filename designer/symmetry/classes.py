@@ -29,9 +29,11 @@ file gives it directly (:func:`designer.symmetry.files.read_class_structure`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
+from designer.exact import ExactEpsilon
 from designer.spec import PrivacyMatrix, block_partition
 
 #: Candidate twin levels tried on a dense E (the most frequent off-diagonal values).
@@ -58,6 +60,9 @@ class ClassStructure:
     members : list of ndarray or None
         The symbols of each class (None: consecutive classes in order).
     name : str
+    exact_levels : ndarray of ExactEpsilon (r, r) or None
+        The levels as written (``log(3)``, ``1/2``) for exact designs; None: the
+        floats of ``levels`` at their exact binary values.
     """
 
     sizes: np.ndarray
@@ -66,6 +71,7 @@ class ClassStructure:
     alternative: np.ndarray | None = None
     members: list | None = None
     name: str = "E"
+    exact_levels: np.ndarray | None = None
 
     def __post_init__(self):
         self.sizes = np.asarray(self.sizes, dtype=np.int64)
@@ -125,7 +131,17 @@ class ClassStructure:
         c = self.class_of()
         values = self.levels[np.ix_(c, c)].copy()
         np.fill_diagonal(values, 0.0)
-        return PrivacyMatrix(values, name=self.name)
+        exact = None
+        if self.exact_levels is not None:
+            exact = self.exact_levels[np.ix_(c, c)]
+            np.fill_diagonal(exact, ExactEpsilon(value=Fraction(0)))
+        return PrivacyMatrix(values, name=self.name, exact_epsilon=exact)
+
+    def exact_level(self, a: int, b: int) -> ExactEpsilon:
+        """``levels[a, b]`` exactly (:attr:`exact_levels`, else the float's binary value)."""
+        if self.exact_levels is not None:
+            return self.exact_levels[a, b]
+        return ExactEpsilon.parse(float(self.levels[a, b]))
 
     def linked(self) -> np.ndarray:
         """``linked[a, b]``: some member of a constrains some member of b or back (finite level)."""
@@ -135,25 +151,29 @@ class ClassStructure:
 
     # ----------------------------------------------------------- constructors
     @classmethod
-    def classic(cls, k: int, epsilon: float, prior=None) -> ClassStructure:
-        """Classic epsilon-LDP (Definition 1): one class."""
-        _check_epsilon(epsilon)
-        return cls([k], [[float(epsilon)]], _uniform([k]) if prior is None else prior, name=f"{epsilon:g}-LDP on {k} symbols")
+    def classic(cls, k: int, epsilon, prior=None) -> ClassStructure:
+        """Classic epsilon-LDP (Definition 1): one class (``epsilon`` a number or text such as ``"log(3)"``)."""
+        level = _level(epsilon)
+        return cls(
+            [k], [[float(level)]], _uniform([k]) if prior is None else prior, name=f"{_text(level)}-LDP on {k} symbols",
+            exact_levels=_exact_matrix([[level]]),
+        )
 
     @classmethod
-    def high_low(cls, k: int, sensitive: int, epsilon: float) -> ClassStructure:
+    def high_low(cls, k: int, sensitive: int, epsilon) -> ClassStructure:
         """High-low LDP (Definition 3) with the first ``sensitive`` symbols in A: classes A and B."""
-        _check_epsilon(epsilon)
+        level = _level(epsilon)
         if not 1 <= sensitive <= k:
             raise ValueError(f"the number of sensitive symbols must be in 1..{k}, got {sensitive}")
         if sensitive == k:
-            return cls.classic(k, epsilon)
-        levels = [[float(epsilon), float(epsilon)], [np.inf, np.inf]]
-        name = f"high-low {epsilon:g}-LDP, {sensitive} sensitive of {k}"
-        return cls([sensitive, k - sensitive], levels, _uniform([sensitive, k - sensitive]), name=name)
+            return cls.classic(k, level)
+        exact = _exact_matrix([[level, level], [_INFINITE, _INFINITE]])
+        name = f"high-low {_text(level)}-LDP, {sensitive} sensitive of {k}"
+        sizes = [sensitive, k - sensitive]
+        return cls(sizes, _floats(exact), _uniform(sizes), name=name, exact_levels=exact)
 
     @classmethod
-    def utility_optimized(cls, w: int, v: int, epsilon: float) -> ClassStructure:
+    def utility_optimized(cls, w: int, v: int, epsilon) -> ClassStructure:
         """The E of utility-optimized LDP on ``w`` symbols with ``v`` sensitive ones.
 
         Utility-optimized LDP (Murakami and Kawamoto, USENIX Security 2019) asks
@@ -164,20 +184,20 @@ class ClassStructure:
         ``k = w``, ``s = v``: its optimum bounds every utility-optimized mechanism.
         """
         structure = cls.high_low(w, v, epsilon)
-        structure.name = f"utility-optimized {epsilon:g}-LDP, {v} sensitive of {w}"
+        structure.name = f"utility-optimized {_text(_level(epsilon))}-LDP, {v} sensitive of {w}"
         return structure
 
     @classmethod
-    def block(cls, sizes, epsilon: float) -> ClassStructure:
+    def block(cls, sizes, epsilon) -> ClassStructure:
         """Block-structured LDP (Definition 4) with consecutive blocks of the given sizes."""
-        _check_epsilon(epsilon)
+        level = _level(epsilon)
         blocks = block_partition(sizes)
         r = len(blocks)
-        levels = np.full((r, r), np.inf)
-        np.fill_diagonal(levels, float(epsilon))
+        exact = _exact_matrix([[level if a == b else _INFINITE for b in range(r)] for a in range(r)])
         block_sizes = [len(block) for block in blocks]
         k = sum(block_sizes)
-        return cls(block_sizes, levels, _uniform(block_sizes), name=f"block {epsilon:g}-LDP, {r} blocks, k={k}")
+        name = f"block {_text(level)}-LDP, {r} blocks, k={k}"
+        return cls(block_sizes, _floats(exact), _uniform(block_sizes), name=name, exact_levels=exact)
 
     def with_distributions(self, prior=None, alternative=None) -> ClassStructure:
         """The same E with per-symbol distributions; classes split where a distribution varies.
@@ -211,9 +231,10 @@ class ClassStructure:
             alt = np.asarray(alternative, dtype=float).ravel()[first]
         elif self.alternative is not None:
             alt = self.alternative[parent]
+        exact = None if self.exact_levels is None else self.exact_levels[np.ix_(parent, parent)]
         return ClassStructure(
             [group.size for group in groups], self.levels[np.ix_(parent, parent)], per_symbol_prior[first], alt,
-            groups, self.name,
+            groups, self.name, exact,
         )
 
 
@@ -269,6 +290,27 @@ def _uniform(sizes) -> np.ndarray:
     return np.full(len(sizes), 1.0 / sum(sizes))
 
 
-def _check_epsilon(epsilon: float) -> None:
-    if not (0 <= float(epsilon) < np.inf):
+_INFINITE = ExactEpsilon(infinite=True)
+
+
+def _level(epsilon) -> ExactEpsilon:
+    """A family's epsilon, read exactly (a number, ``"log(3)"``, ``"1/2"``); finite and >= 0."""
+    level = ExactEpsilon.parse(epsilon)
+    if level.infinite or level.beyond_double:
         raise ValueError(f"epsilon must be finite and >= 0, got {epsilon!r}")
+    return level
+
+
+def _text(level: ExactEpsilon) -> str:
+    return str(level) if level.exp_value is not None else f"{float(level):g}"
+
+
+def _exact_matrix(rows) -> np.ndarray:
+    matrix = np.empty((len(rows), len(rows)), dtype=object)
+    for a, row in enumerate(rows):
+        matrix[a, :] = row
+    return matrix
+
+
+def _floats(exact: np.ndarray) -> np.ndarray:
+    return np.array([[float(level) for level in row] for row in exact])

@@ -23,13 +23,20 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 import numpy as np
 
 from designer.channel import Channel
-from designer.symmetry.certify import StructureCertificate, certify_materialised, structural_certificate
+from designer.symmetry.certify import (
+    FULL_CERTIFIER_WORK,
+    StructureCertificate,
+    certify_materialised,
+    structural_certificate,
+)
 from designer.symmetry.classes import ClassStructure
+from designer.symmetry.exact import OptimalityBracket
 from designer.symmetry.orbits import Orbits, enumerate_orbits, orbit_values, row_levels
 from designer.utility import F_DIVERGENCES
 from solvers.linear import TIGHT_TOLERANCES, solve_vertex_lp
@@ -50,6 +57,7 @@ class OrbitColumn:
     weight: float
     columns: int
     value: float
+    exact_weight: str | None = None
 
 
 @dataclass
@@ -74,6 +82,15 @@ class SymmetricDesign:
         The materialised channel (None above :data:`MAX_CHANNEL_ENTRIES`).
     certificate : StructureCertificate
     row_levels : ndarray (r,)
+    exact : bool
+        Rational weights and channel, exact certificate (:mod:`designer.symmetry.exact`).
+    bracket : OptimalityBracket or None
+        Exact mutual-information designs: rigorous bounds on the optimum.
+    note : str or None
+        Exact designs with an irrational ``e^eps``: the one line saying so.
+    exact_ratios : list of str or None
+        Exact designs: the rational high value ``r_a`` of each class (``exact_weight`` of
+        each support column is its rational weight).
     method : str
     seconds : float
     timings : dict
@@ -93,6 +110,10 @@ class SymmetricDesign:
     method: str = "symmetry (orbit LP)"
     seconds: float = 0.0
     timings: dict = field(default_factory=dict)
+    exact: bool = False
+    bracket: OptimalityBracket | None = None
+    note: str | None = None
+    exact_ratios: list | None = None
 
     @property
     def certified(self) -> bool:
@@ -126,10 +147,16 @@ class SymmetricDesign:
             "support": [column.__dict__ for column in self.support],
             "seconds": round(self.seconds, 6),
             "timings": {name: round(value, 6) for name, value in self.timings.items()},
+            "exact": self.exact,
+            **({"optimum_bounds": [self.bracket.lower, self.bracket.upper]} if self.bracket else {}),
+            **({"exact_note": self.note} if self.note else {}),
+            **({"exact_ratios": self.exact_ratios} if self.exact_ratios else {}),
         }
 
 
-def design_symmetric(structure: ClassStructure, utility: str = "mutual-information", materialise: bool = True) -> SymmetricDesign:
+def design_symmetric(
+    structure: ClassStructure, utility: str = "mutual-information", materialise: bool = True, exact: bool = False
+) -> SymmetricDesign:
     """The optimal channel of a row-constant class-structured E by the orbit LP.
 
     Parameters
@@ -142,6 +169,10 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
         only through class counts; expected loss does not reduce this way).
     materialise : bool
         Build the k x m channel when it has at most :data:`MAX_CHANNEL_ENTRIES` entries.
+    exact : bool
+        Rational weights (and channel, up to :data:`designer.symmetry.exact.MAX_EXACT_ENTRIES`
+        entries), certified exactly; for mutual information a rigorous bracket of the optimum
+        (:mod:`designer.symmetry.exact`).
 
     Raises
     ------
@@ -151,10 +182,7 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
     start = time.perf_counter()
     timings = {}
     if utility in F_DIVERGENCES and structure.alternative is None:
-        structure = ClassStructure(
-            structure.sizes, structure.levels, structure.prior, np.full(structure.r, 1.0 / structure.k),
-            structure.members, structure.name,
-        )
+        structure = replace(structure, alternative=np.full(structure.r, 1.0 / structure.k))
         if np.allclose(structure.prior, structure.alternative, rtol=0, atol=1e-15):
             raise ValueError(f"the {utility} utility compares the prior with the uniform distribution, and they are equal")
     tick = time.perf_counter()
@@ -169,6 +197,8 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
     objective = float(values @ weights)
     residual = float(np.max(values - sums @ duals))
     timings["lp"] = time.perf_counter() - tick
+    if exact:
+        return _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings)
     support = _support(structure, orbits, weights, values)
     channel = None
     tick = time.perf_counter()
@@ -184,6 +214,47 @@ def design_symmetric(structure: ClassStructure, utility: str = "mutual-informati
     return SymmetricDesign(
         structure, utility, objective, duals, residual, float(rhs @ duals - objective), orbits.count, support,
         channel, certificate, epsilon, seconds=time.perf_counter() - start, timings=timings,
+    )
+
+
+def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings):
+    """The exact branch of :func:`design_symmetric` (:mod:`designer.symmetry.exact`)."""
+    from designer.certify import certify
+    from designer.symmetry import exact as rational
+
+    tick = time.perf_counter()
+    ratios = rational.exact_ratios(structure, components, epsilon)
+    chosen = {o: theta for o, theta in rational.exact_weights(structure, orbits, np.flatnonzero(weights), ratios).items() if theta}
+    weights = np.zeros(orbits.count)
+    for o, theta in chosen.items():
+        weights[o] = float(theta)
+    support = _support(structure, orbits, weights, values)
+    for column, o in zip(support, np.flatnonzero(weights)):
+        column.exact_weight = str(chosen[o])
+    periods = {o: cyclic_period(structure, orbits, o) for o in chosen}
+    solution = rational.ExactSupport(structure, components, epsilon, orbits, ratios, chosen)
+    timings["exact weights"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    channel = None
+    if materialise and structure.k * sum(periods.values()) <= rational.MAX_EXACT_ENTRIES:
+        channel = Channel(materialise_channel(structure, orbits, chosen, ratios))
+    if channel is not None and structure.k ** 2 * channel.n_outputs <= FULL_CERTIFIER_WORK:
+        verdict = certify(channel, structure.privacy(), exact=True)
+        certificate = StructureCertificate(verdict.certified, "exact", float(verdict.margin))
+    else:
+        certificate = rational.exact_structural_certificate(solution)
+    timings["certify"] = time.perf_counter() - tick
+    bracket = None
+    if utility == "mutual-information":
+        tick = time.perf_counter()
+        bracket = rational.information_bracket(solution, duals)
+        timings["bracket"] = time.perf_counter() - tick
+    objective = float(values @ weights)
+    return SymmetricDesign(
+        structure, utility, objective, duals, float(np.max(values - orbits.class_sums() @ duals)),
+        float(structure.sizes @ duals - objective), orbits.count, support, channel, certificate, epsilon,
+        seconds=time.perf_counter() - start, timings=timings, exact=True, bracket=bracket,
+        note=rational.irrational_note(structure, components, epsilon), exact_ratios=[str(ratio) for ratio in ratios],
     )
 
 
@@ -243,27 +314,34 @@ def _support(structure, orbits, weights, values) -> list[OrbitColumn]:
     ]
 
 
-def materialise_channel(structure: ClassStructure, orbits: Orbits, weights: np.ndarray) -> np.ndarray:
-    """The k x m channel: each support orbit as its cyclic shifts (module docstring)."""
+def materialise_channel(structure: ClassStructure, orbits: Orbits, weights, ratios: list | None = None) -> np.ndarray:
+    """The k x m channel: each support orbit as its cyclic shifts (module docstring).
+
+    ``weights``: the orbit weights as a float array; or, exactly, a dict ``{orbit: Fraction}``
+    with ``ratios`` the rational high values ``r_a``, giving an object array of Fractions.
+    """
+    exact = ratios is not None
+    ratio = ratios if exact else orbits.ratio
+    zero = Fraction(0) if exact else 0.0
     members = structure.class_members()
     blocks = []
-    for o in np.flatnonzero(weights):
+    for o in (list(weights) if exact else np.flatnonzero(weights)):
         period = cyclic_period(structure, orbits, o)
-        block = np.zeros((structure.k, period))
+        scale = weights[o] / period
+        block = np.full((structure.k, period), zero, dtype=object if exact else float)
         shifts = np.arange(period)
         unit = orbits.high[o].sum() == 0 and orbits.low[o].sum() == 1
         for a, group in enumerate(members):
             if unit:
                 if orbits.low[o, a]:
-                    block[group, shifts] = 1.0
+                    block[group, shifts] = scale
                 continue
             high, low = orbits.high[o, a], orbits.low[o, a]
             if high + low == 0:
                 continue
-            position = np.arange(group.size)
-            is_high = (position[:, None] - shifts[None, :]) % group.size < high
-            block[group, :] = np.where(is_high, orbits.ratio[a], 1.0)
-        blocks.append(block * (weights[o] / period))
+            is_high = (np.arange(group.size)[:, None] - shifts[None, :]) % group.size < high
+            block[group, :] = np.where(is_high, scale * ratio[a], scale)
+        blocks.append(block)
     return np.hstack(blocks)
 
 

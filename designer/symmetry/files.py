@@ -5,7 +5,8 @@ A 43,750-symbol E as a dense CSV would be 15 GB; as classes it is a few lines::
     {"name": "35 cities", "classes": [{"name": "city 1", "size": 1250}, ...],
      "levels": [[1, "inf", ...], ...], "prior": [0.1, ...]}
 
-``levels[a][b]`` is ``E[x, x']`` for x in class a, x' in class b (x != x'); classes
+``levels[a][b]`` is ``E[x, x']`` for x in class a, x' in class b (x != x'): a number,
+``"inf"``, or text read exactly (``"log(3)"``, ``"1/2"``, for ``design --exact``); classes
 are consecutive symbols in the order given; ``prior`` (optional) gives each class's
 total probability, spread uniformly over its members.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.exact import ExactEpsilon
 from designer.symmetry.classes import ClassStructure
 
 SCHEMA_PATH = Path(__file__).with_name("class-structure.schema.json")
@@ -47,14 +49,19 @@ def read_class_structure(path: str | Path) -> ClassStructure:
     if not isinstance(levels, list) or len(levels) != r or any(not isinstance(row, list) or len(row) != r for row in levels):
         raise ValueError(f"{path}: 'levels' must be a {r} x {r} list of lists (one row per class)")
     values = np.empty((r, r))
+    exact = np.empty((r, r), dtype=object)
     for a, row in enumerate(levels):
         for b, level in enumerate(row):
-            if level == "inf":
-                values[a, b] = np.inf
-            elif isinstance(level, (int, float)) and not isinstance(level, bool) and level >= 0 and np.isfinite(level):
-                values[a, b] = float(level)
-            else:
-                raise ValueError(f"{path}: levels[{a}][{b}] = {level!r} must be a number >= 0 or \"inf\"")
+            number = isinstance(level, (int, float)) and not isinstance(level, bool) and level >= 0 and np.isfinite(level)
+            try:
+                if not (number or isinstance(level, str)):
+                    raise ValueError
+                exact[a, b] = ExactEpsilon.parse(level)
+            except ValueError:
+                raise ValueError(
+                    f"{path}: levels[{a}][{b}] = {level!r} must be a number >= 0, \"inf\" or text such as \"log(3)\""
+                ) from None
+            values[a, b] = float(exact[a, b])
     k = sum(sizes)
     prior = document.get("prior")
     if prior is None:
@@ -67,4 +74,4 @@ def read_class_structure(path: str | Path) -> ClassStructure:
         if abs(sum(prior) - 1) > 1e-9:
             raise ValueError(f"{path}: 'prior' must sum to 1 (sums to {sum(prior)!r})")
         per_member = np.asarray(prior, dtype=float) / np.asarray(sizes)
-    return ClassStructure(sizes, values, per_member, name=str(document.get("name") or Path(path).name))
+    return ClassStructure(sizes, values, per_member, name=str(document.get("name") or Path(path).name), exact_levels=exact)

@@ -1,0 +1,267 @@
+"""Exact orbit-LP designs: rational weights and channel, an exact certificate, rigorous bounds.
+
+The same guarantees as ``design --exact`` on the enumeration path
+(:func:`designer.design.design_channel`), at class level:
+
+* **Rational columns.** A box vertex of class a is high at ``r_a``: ``r`` exactly for a
+  level ``log(r)``, a rigorous rational *lower* bound of ``e^eps`` (128 bits,
+  :func:`designer.cone.exact_ratio`) for a rational level such as ``1``, whose ``e^eps``
+  is irrational (Lindemann) -- the cone then shrinks by less than ``1e-38`` relative,
+  as on the enumeration path. The float LP picks the support orbits; their weights solve
+  ``sum_o theta_o s_a(v_o) = n_a`` exactly (python-flint), and must be non-negative.
+* **Exact certificate.** :func:`exact_structural_certificate` checks the class-level proof
+  of :mod:`designer.symmetry.certify` in rationals: counts within the class sizes, every
+  high value ``r_a <= e^{eps_a}`` decided exactly (:meth:`designer.exact.ExactEpsilon.allows`),
+  class row sums exactly 1. Small channels are also tabulated in rationals and given to the
+  exact certifier (:func:`designer.certify.certify` with ``exact=True``).
+* **Rigorous optimality bracket** (mutual information). The lower bound is the exact
+  channel's information, ``sum_o theta_o mu(v_o)`` in Arb balls. The upper bound is the
+  dual of :mod:`designer.symmetry.orbits` made rigorous: ``y`` (the LP's float duals, read
+  as rationals) is raised by ``delta = max_o (mu(v_o) - y . s(v_o)) / sum_a s_a(v_o)``
+  (``delta >= 0``), evaluated in Arb over *every* orbit with the true ``e^{eps_a}``; then
+  ``mu(v) <= (y + delta) . s(v)`` for every generator of the true cone, so by sublinearity
+  every E-LDP channel has ``I(X; Y) <= sum_a n_a (y_a + delta)`` (Kairouz, Oh, Viswanath
+  2014, Theorem 4; the LP dual argument of :mod:`designer.design`). Both bounds are
+  rounded outward to floats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+
+from designer.cone import exact_ratio, irrational_ratio_note
+from designer.exact import ExactEpsilon, arb_precision, ball_bounds
+from designer.symmetry.certify import StructureCertificate
+from designer.symmetry.classes import ClassStructure
+from designer.symmetry.orbits import Orbits
+
+#: Bits of the Arb balls of the optimality bracket.
+BRACKET_BITS = 128
+#: Largest rational channel (k x m entries) tabulated in exact mode.
+MAX_EXACT_ENTRIES = 2_000_000
+
+
+@dataclass(frozen=True)
+class OptimalityBracket:
+    """Rigorous ``lower <= optimum <= upper`` (nats), from Arb balls rounded outward."""
+
+    lower: float
+    upper: float
+    delta: float
+
+    @property
+    def width(self) -> float:
+        return self.upper - self.lower
+
+
+def row_level(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray, a: int):
+    """The exact row level of class a: its entries inside its component, which must all be equal.
+
+    (:func:`designer.symmetry.orbits.row_levels` checks that the floats agree; two levels
+    written differently with the same float, ``log(3)`` and ``1.0986122886681098``, are
+    refused here, since the exact certificate assumes one level per row.)
+    """
+    group = next(group for group in components if a in group)
+    levels = {structure.exact_level(a, int(b)) for b in group if b != a or structure.sizes[a] >= 2}
+    if len(levels) > 1:
+        shown = ", ".join(sorted(map(str, levels))[:3])
+        raise ValueError(f"--exact: the levels of class {a} differ exactly ({shown}) though their floats agree; write them alike")
+    return next(iter(levels), None)
+
+
+def exact_ratios(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> list[Fraction]:
+    """``r_a``: ``e^{eps_a}`` exactly for ``log(r)``, a rigorous rational lower bound otherwise (1: free, 0)."""
+    ratios = []
+    for a in range(structure.r):
+        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
+        ratios.append(Fraction(1) if level is None else exact_ratio(level))
+    return ratios
+
+
+def irrational_note(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> str | None:
+    """:func:`designer.cone.irrational_ratio_note` for the row levels in use."""
+    levels = [row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None for a in range(structure.r)]
+    return irrational_ratio_note(level for level in levels if level is not None)
+
+
+def with_exact_levels(privacy, structure: ClassStructure) -> ClassStructure | None:
+    """Twin classes of a dense E with its exact entries as class levels, or None.
+
+    Twin classes are found on the float levels; for ``--exact`` every block of E between
+    two classes must hold one exact level (``log(3)`` everywhere, not ``log(3)`` next to its
+    decimal), which is checked here on all k (k - 1) entries. Then the class structure's E
+    *is* the file's E exactly, and its exact certificate certifies against it.
+    """
+    k = privacy.k
+    rows, columns = np.nonzero(~np.eye(k, dtype=bool))
+    levels = privacy.exact_levels(rows, columns)
+    codes: dict = {}
+    code = np.fromiter((codes.setdefault(level, len(codes)) for level in levels), dtype=np.int64, count=rows.size)
+    by_code = list(codes)
+    c = structure.class_of()
+    pair = c[rows] * structure.r + c[columns]
+    low = np.full(structure.r**2, np.iinfo(np.int64).max)
+    high = np.full(structure.r**2, -1)
+    np.minimum.at(low, pair, code)
+    np.maximum.at(high, pair, code)
+    if np.any((high >= 0) & (low != high)):
+        return None
+    exact = np.empty((structure.r, structure.r), dtype=object)
+    for a in range(structure.r):
+        for b in range(structure.r):
+            index = a * structure.r + b
+            exact[a, b] = by_code[high[index]] if high[index] >= 0 else ExactEpsilon(infinite=True)
+            if float(exact[a, b]) != structure.levels[a, b]:
+                return None
+    return replace(structure, exact_levels=exact)
+
+
+def exact_weights(
+    structure: ClassStructure, orbits: Orbits, support: np.ndarray, ratios: list[Fraction]
+) -> dict[int, Fraction]:
+    """Exact weights of the support orbits: ``sum_o theta_o s_a(v_o) = n_a`` per component.
+
+    Normal equations in rationals (python-flint), as :func:`designer.design._exact_channel_matrix`;
+    raises ``ArithmeticError`` when the support has no exact non-negative solution.
+    """
+    import flint
+
+    weights: dict[int, Fraction] = {}
+    for component in np.unique(orbits.component[support]):
+        members = [int(o) for o in support if orbits.component[o] == component]
+        rows = [class_sums(orbits, o, ratios) for o in members]
+        s = len(rows)
+        gram = flint.fmpq_mat(s, s, [_fmpq(sum((x * y for x, y in zip(u, v)), Fraction(0))) for u in rows for v in rows])
+        target = flint.fmpq_mat(s, 1, [_fmpq(sum((x * int(n) for x, n in zip(u, structure.sizes)), Fraction(0))) for u in rows])
+        theta = [Fraction(int(value.p), int(value.q)) for value in gram.solve(target).entries()]
+        classes = np.flatnonzero(np.any([[value != 0 for value in row] for row in rows], axis=0))
+        totals = [sum((theta[i] * rows[i][a] for i in range(s)), Fraction(0)) for a in classes]
+        if any(total != int(structure.sizes[a]) for total, a in zip(totals, classes)) or min(theta) < 0:
+            raise ArithmeticError("the orbit LP's support has no exact non-negative solution; retry without --exact")
+        weights.update(zip(members, theta))
+    return weights
+
+
+def class_sums(orbits: Orbits, o: int, ratios: list[Fraction]) -> list[Fraction]:
+    """``s_a(v_o) = high_a r_a + low_a`` in rationals."""
+    return [int(h) * ratio + int(low) for h, low, ratio in zip(orbits.high[o], orbits.low[o], ratios)]
+
+
+@dataclass(frozen=True)
+class ExactSupport:
+    """An exact orbit-LP solution: the E (classes, components, row levels), orbits, ``r_a`` and weights."""
+
+    structure: ClassStructure
+    components: list
+    epsilon: np.ndarray
+    orbits: Orbits
+    ratios: list
+    weights: dict
+
+
+def exact_structural_certificate(solution: ExactSupport) -> StructureCertificate:
+    """The class-level proof of :mod:`designer.symmetry.certify`, decided in exact arithmetic.
+
+    ``margin`` is ``min eps_a - log r_a`` over the high classes of the support (0 for ``log(r)``).
+    """
+    structure, components, epsilon, orbits, ratios = (
+        solution.structure, solution.components, solution.epsilon, solution.orbits, solution.ratios
+    )
+    weights = solution.weights
+    sizes = structure.sizes
+    row_sums = [Fraction(0)] * structure.r
+    margin = math.inf
+    for o, theta in weights.items():
+        high, low = orbits.high[o], orbits.low[o]
+        if theta < 0 or np.any(high < 0) or np.any(low < 0) or np.any(high + low > sizes):
+            return StructureCertificate(False, "exact structural", -math.inf, f"orbit {o}: counts outside the class sizes")
+        support = np.flatnonzero(high + low)
+        if not np.isin(support, components[orbits.component[o]]).all() or np.any(high[~np.isfinite(epsilon)] > 0):
+            return StructureCertificate(False, "exact structural", -math.inf, f"orbit {o}: outside its component")
+        for a in np.flatnonzero(high):
+            level = row_level(structure, components, epsilon, int(a))
+            if level is None or not level.allows(ratios[a], Fraction(1)):
+                return StructureCertificate(False, "exact structural", -math.inf, f"class {a}: ratio {ratios[a]} above e^eps")
+            margin = min(margin, level.gap(ratios[a]))
+        for a, value in enumerate(class_sums(orbits, o, ratios)):
+            row_sums[a] += theta * value
+    wrong = [a for a in range(structure.r) if row_sums[a] != int(sizes[a])]
+    if wrong:
+        return StructureCertificate(False, "exact structural", margin, f"class {wrong[0]}: row sum {row_sums[wrong[0]] / int(sizes[wrong[0]])}")
+    return StructureCertificate(True, "exact structural", margin, "class row sums exactly 1")
+
+
+def information_bracket(solution: ExactSupport, duals: np.ndarray) -> OptimalityBracket:
+    """Rigorous bounds on the optimal mutual information (module docstring); ``duals``: the LP's ``y``."""
+    import flint
+
+    structure, components, epsilon, orbits, ratios = (
+        solution.structure, solution.components, solution.epsilon, solution.orbits, solution.ratios
+    )
+    weights = solution.weights
+
+    with arb_precision(BRACKET_BITS):
+        prior = [Fraction(float(p)) for p in structure.prior]
+        total = sum((int(n) * p for n, p in zip(structure.sizes, prior)), Fraction(0))
+        prior = [_arb(p / total) for p in prior]
+        chosen = [_arb(ratio) for ratio in ratios]
+        true = []
+        for a in range(structure.r):
+            level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
+            true.append(flint.arb(1) if level is None else _true_ratio(level))
+        lower = flint.arb(0)
+        for o, theta in weights.items():
+            lower += _arb(theta) * _information(orbits, o, chosen, prior)[0]
+        y = [Fraction(float(value)) for value in duals]
+        dual = [_arb(value) for value in y]
+        delta = Fraction(0)
+        for o in range(orbits.count):
+            value, sums = _information(orbits, o, true, prior)
+            excess = (value - sum((dual[a] * part for a, part in sums.items()), flint.arb(0))) / sum(sums.values(), flint.arb(0))
+            delta = max(delta, ball_bounds(excess)[1])
+        upper = sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0))
+        low, _ = ball_bounds(lower)
+    return OptimalityBracket(_round(low, -math.inf), _round(upper, math.inf), float(delta))
+
+
+def _information(orbits: Orbits, o: int, ratios, prior):
+    """``mu(v_o)`` of a box vertex in Arb, and its non-zero class sums ``{a: s_a}``."""
+    import flint
+
+    high, low = orbits.high[o], orbits.low[o]
+    sums = {int(a): int(high[a]) * ratios[a] + int(low[a]) for a in np.flatnonzero(high + low)}
+    mass = sum((prior[a] * part for a, part in sums.items()), flint.arb(0))
+    own = sum((prior[a] * int(high[a]) * ratios[a] * ratios[a].log() for a in np.flatnonzero(high)), flint.arb(0))
+    return own - mass * mass.log(), sums
+
+
+def _true_ratio(level):
+    import flint
+
+    if level.exp_value is not None:
+        return _arb(level.exp_value)
+    return _arb(level.value).exp() if level.value != 0 else flint.arb(1)
+
+
+def _round(value: Fraction, direction: float) -> float:
+    """The float next to ``value`` on the side of ``direction`` (outward rounding)."""
+    nearest = float(value)
+    if (direction < 0 and Fraction(nearest) > value) or (direction > 0 and Fraction(nearest) < value):
+        return math.nextafter(nearest, direction)
+    return nearest
+
+
+def _arb(value: Fraction):
+    import flint
+
+    return flint.arb(flint.fmpq(value.numerator, value.denominator))
+
+
+def _fmpq(value: Fraction):
+    import flint
+
+    return flint.fmpq(value.numerator, value.denominator)
