@@ -47,7 +47,7 @@ def audit_command(
     confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
     delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
-    max_pairs: int = typer.Option(8, "--max-pairs", help="Pairs tested, chosen on the training split (0: all)."),
+    max_pairs: int = typer.Option(None, "--max-pairs", help="Pairs tested, chosen on the training split (0: all; default: all up to 20 pairs, else 8; 2 after --adaptive's narrowing round)."),
     train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
     alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
