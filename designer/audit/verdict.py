@@ -136,6 +136,8 @@ class AuditResult:
     outputs : OutputSpace or None
         The finite output space when the reports have one (for :mod:`designer.audit.loop`).
     encoded : dict input -> output indices of all its reports (when ``outputs`` is set)
+    looks : list of dict, optional
+        Early stopping (:func:`designer.audit.sequential.sequential_audit`): the looks made.
     """
 
     verdict: str
@@ -151,6 +153,7 @@ class AuditResult:
     space: EventSpace = field(repr=False)
     delta: float = 0.0
     outputs: OutputSpace | None = field(repr=False, default=None)
+    looks: list[dict] | None = None
     encoded: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
 
     @property
@@ -186,6 +189,7 @@ class AuditResult:
             "lower_bounds": [[_number(value) for value in row] for row in self.lower_bounds.tolist()],
             "violations": [pair.to_dict() for pair in self.violations],
             "pairs": [pair.to_dict() for pair in self.pairs],
+            **({} if self.looks is None else {"looks": self.looks}),
         }
 
 
