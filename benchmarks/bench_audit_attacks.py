@@ -201,8 +201,8 @@ def early_stopping(seeds: int) -> None:
                                   PrivacyMatrix.classic(K, EPS), Budget(4000), np.random.default_rng(seed), attacks=())
         found += result.violated
         used.append(result.looks[-1]["share"])
-    print(f"  GRR eps = 2 against E = 1: violated {found}/{seeds}, median share of the budget used "
-          f"{np.median(used):g}", flush=True)
+    print(f"  GRR eps = 2 against E = 1: violated {found}/{seeds}, share of the budget used: median "
+          f"{np.median(used):g}, largest {max(used):g}", flush=True)
     k = 8
     correct = GeneralizedRandomizedResponse(k, EPS)
     alarms = sum(sequential_audit(Source(lambda x, m, rng: correct.sample(np.full(m, x), rng)),
