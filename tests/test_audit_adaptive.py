@@ -56,17 +56,17 @@ def leaky_pair_sampler(k: int, x: int, x_prime: int, loss: float):
 
 
 def test_narrowing_round_finds_one_leaking_pair():
-    """k = 8 (56 pairs > 16): the pilot's 16 best pairs get a second look, then 2 pairs get the fresh reports.
+    """k = 10 (90 pairs >= 64): the pilot's 16 best pairs get a second look, then 2 pairs get the fresh reports.
     The pair (2, 5) at loss 1.5 is tested and violated in 9 of 10 seeds or more (fixed events), and the budget
-    adds up: pilot 600 each, narrowing 0.5 x 1,400 x 8 = 5,600 over the 16 pairs' inputs, the rest (5,600) to
+    adds up: pilot 600 each, narrowing 0.5 x 1,400 x 10 = 7,000 over the 16 pairs' inputs, the rest (7,000) to
     the tested pairs' inputs, which end with the most reports."""
-    k, n = 8, 2000
+    k, n = 10, 2000
     privacy = PrivacyMatrix.classic(k, 1.0)
     found = 0
     for seed in range(10):
         result = adaptive_audit(leaky_pair_sampler(k, 2, 5, 1.5), privacy, Budget(n), np.random.default_rng(seed),
                                 attacks=())
-        assert len(result.pairs) == 2 and result.pairs_constrained == 56
+        assert len(result.pairs) == 2 and result.pairs_constrained == 90
         found += result.violated and any((p.x, p.x_prime) == (2, 5) and p.violated for p in result.pairs)
         assert sum(result.reports_per_input.values()) <= n * k
         assert sum(result.reports_per_input.values()) >= n * k - 2 * k
@@ -94,3 +94,14 @@ def test_command_line_adaptive(tmp_path):
     timed = runner.invoke(app, ["audit", "--E", str(E), "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
                                 "--seconds", "1", "--adaptive"])
     assert timed.exit_code == 2 and "--adaptive needs --reports-per-input" in timed.output
+
+
+def test_inputs_that_alone_showed_an_output_lead_the_narrowing():
+    """Outputs 2 (twice, input 0) and 3, 4 (three times, input 2) were seen under one input only: inputs 2
+    then 0, by count; input 1 showed none of its own."""
+    from designer.audit.adaptive import _exclusive_inputs
+    from designer.audit.events import OutputSpace
+
+    reports = {0: np.array([0, 1, 2, 2]), 1: np.array([0, 1, 1]), 2: np.array([0, 3, 3, 4])}
+    space = OutputSpace(list(reports.values()))
+    assert _exclusive_inputs(space, {x: space.encode(values) for x, values in reports.items()}) == [2, 0]

@@ -7,7 +7,7 @@ budget of ``N`` reports per input is spent in up to three stages:
    every output gets a look; a rare output seen under one input only is
    already a candidate event). Attacks and events are chosen on it and the
    pairs ranked by predicted excess (:func:`designer.audit.verdict.rank_pairs`);
-2. **narrowing** (when more than :data:`NARROW_PAIRS` pairs are constrained) —
+2. **narrowing** (when at least :data:`NARROW_MIN_PAIRS` pairs are constrained) —
    :data:`NARROW_SHARE` of the rest of the budget, split equally among the
    inputs of the top :data:`NARROW_PAIRS` pairs; pilot and narrowing reports
    together choose the events again and rank those pairs only (a pair whose
@@ -34,14 +34,22 @@ from designer.audit.verdict import (
     DEFAULT_TRAIN_FRACTION,
     AuditResult,
     audit_reports,
+    _part,
     constrained_pairs,
     event_space,
+    output_component,
     rank_pairs,
 )
 from designer.spec import PrivacyMatrix
 
-#: Pairs given a second look when more pairs than this are constrained.
+#: Pairs given a second look.
 NARROW_PAIRS = 16
+#: The narrowing round is made when at least this many pairs are constrained (k >= 9 for a full E:
+#: with fewer, the 16 pairs cover nearly every input and the round only thins the fresh budget).
+NARROW_MIN_PAIRS = 64
+#: Of the narrowing round's pairs, at most this many are kept for inputs that alone showed an output
+#: in the pilot (a rare output seen under one input only is the cheapest infinite leak).
+EXCLUSIVE_PAIRS = 4
 #: Share of the budget after the pilot spent on the narrowing round.
 NARROW_SHARE = 0.5
 #: Pairs tested after a narrowing round when ``max_pairs`` is not given (the fresh reports go to
@@ -90,7 +98,7 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
                                             lambda fraction: report(fraction * pilot * k / total)))
     pairs = None
     max_pairs = options.pop("max_pairs", None)
-    if len(constrained_pairs(reports, privacy)) > NARROW_PAIRS and (max_pairs is None or 0 < max_pairs < NARROW_PAIRS):
+    if len(constrained_pairs(reports, privacy)) >= NARROW_MIN_PAIRS and (max_pairs is None or 0 < max_pairs < NARROW_PAIRS):
         max_pairs = max_pairs or NARROWED_MAX_PAIRS
         pairs = _narrowing_candidates(reports, privacy, rng, rest, options)
         inputs = sorted({x for pair in pairs for x in pair})
@@ -108,7 +116,8 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
 
 def _narrowing_candidates(reports: dict, privacy: PrivacyMatrix, rng: np.random.Generator, rest: int,
                           options: dict) -> list[tuple[int, int]]:
-    """The :data:`NARROW_PAIRS` pairs with the largest predicted excess on the pilot."""
+    """The :data:`NARROW_PAIRS` pairs with the largest predicted excess on the pilot, led by the best pair of
+    each of the (at most :data:`EXCLUSIVE_PAIRS`) inputs that alone showed some output."""
     space = event_space(reports, reports, privacy.k, options.get("support"), options.get("support_arguments"),
                         options.get("alphabet"), options.get("attacks"), options.get("features"),
                         options.get("features_arguments"), rng)
@@ -116,7 +125,22 @@ def _narrowing_candidates(reports: dict, privacy: PrivacyMatrix, rng: np.random.
     candidates = constrained_pairs(reports, privacy)
     error = (1 - options.get("confidence", 0.95)) / NARROW_PAIRS
     order, _ = rank_pairs(candidates, space, encoded, privacy.epsilon, error, {x: int((1 - NARROW_SHARE) * rest) // 2 for x in reports})
-    return order[:NARROW_PAIRS]
+    kept = [next(pair for pair in order if pair[0] == x) for x in _exclusive_inputs(space, encoded)
+            if any(pair[0] == x for pair in order)][:EXCLUSIVE_PAIRS]
+    return kept + [pair for pair in order if pair not in kept][:NARROW_PAIRS - len(kept)]
+
+
+def _exclusive_inputs(space, encoded: dict) -> list[int]:
+    """Inputs that alone showed some output in the pilot, by decreasing count of such reports."""
+    outputs = output_component(space)
+    if outputs is None:
+        return []
+    position, output_space = outputs
+    inputs = sorted(encoded)
+    counts = np.array([np.bincount(_part(encoded[x], position), minlength=output_space.n_outputs) for x in inputs])
+    exclusive = (counts > 0).sum(axis=0) == 1
+    alone = counts[:, exclusive].sum(axis=1)
+    return [inputs[i] for i in np.argsort(-alone, kind="stable") if alone[i] > 0]
 
 
 def _joined(reports: dict, extra: dict) -> dict[int, np.ndarray]:
