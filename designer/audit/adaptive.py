@@ -34,7 +34,7 @@ from designer.audit.verdict import (
     DEFAULT_TRAIN_FRACTION,
     AuditResult,
     audit_reports,
-    _part,
+    component_part,
     constrained_pairs,
     event_space,
     output_component,
@@ -98,7 +98,8 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
                                             lambda fraction: report(fraction * pilot * k / total)))
     pairs = None
     max_pairs = options.pop("max_pairs", None)
-    if len(constrained_pairs(reports, privacy)) >= NARROW_MIN_PAIRS and (max_pairs is None or 0 < max_pairs < NARROW_PAIRS):
+    narrow = max_pairs is None or 0 < max_pairs < NARROW_PAIRS
+    if narrow and len(constrained_pairs(reports, privacy)) >= NARROW_MIN_PAIRS:
         max_pairs = max_pairs or NARROWED_MAX_PAIRS
         pairs = _narrowing_candidates(reports, privacy, rng, rest, options)
         inputs = sorted({x for pair in pairs for x in pair})
@@ -124,7 +125,8 @@ def _narrowing_candidates(reports: dict, privacy: PrivacyMatrix, rng: np.random.
     encoded = {x: space.encode(values) for x, values in reports.items()}
     candidates = constrained_pairs(reports, privacy)
     error = (1 - options.get("confidence", 0.95)) / NARROW_PAIRS
-    order, _ = rank_pairs(candidates, space, encoded, privacy.epsilon, error, {x: int((1 - NARROW_SHARE) * rest) // 2 for x in reports})
+    planned = {x: int((1 - NARROW_SHARE) * rest) // 2 for x in reports}
+    order, _ = rank_pairs(candidates, space, encoded, privacy.epsilon, error, planned)
     kept = [next(pair for pair in order if pair[0] == x) for x in _exclusive_inputs(space, encoded)
             if any(pair[0] == x for pair in order)][:EXCLUSIVE_PAIRS]
     return kept + [pair for pair in order if pair not in kept][:NARROW_PAIRS - len(kept)]
@@ -137,7 +139,8 @@ def _exclusive_inputs(space, encoded: dict) -> list[int]:
         return []
     position, output_space = outputs
     inputs = sorted(encoded)
-    counts = np.array([np.bincount(_part(encoded[x], position), minlength=output_space.n_outputs) for x in inputs])
+    counts = np.array([np.bincount(component_part(encoded[x], position), minlength=output_space.n_outputs)
+                       for x in inputs])
     exclusive = (counts > 0).sum(axis=0) == 1
     alone = counts[:, exclusive].sum(axis=1)
     return [inputs[i] for i in np.argsort(-alone, kind="stable") if alone[i] > 0]

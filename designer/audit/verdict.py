@@ -337,7 +337,8 @@ def audit_reports(
     everything = {}
     if outputs is not None and second_stage is None:
         position, output_space = outputs
-        everything = {x: np.concatenate([_part(encoded_train[x], position), _part(encoded_test[x], position)]) for x in train}
+        everything = {x: np.concatenate([component_part(encoded_train[x], position),
+                                         component_part(encoded_test[x], position)]) for x in train}
     return AuditResult(
         verdict="violated" if any(pair.violated for pair in pairs) else "no violation found",
         confidence=confidence,
@@ -449,7 +450,7 @@ def _screen(candidates: list, space: EventSpace, encoded_train: dict, allowed: n
 
     position, space = outputs
     inputs = sorted(encoded_train)
-    histograms = np.array([np.bincount(_part(encoded_train[x], position), minlength=space.n_outputs) + 0.5
+    histograms = np.array([np.bincount(component_part(encoded_train[x], position), minlength=space.n_outputs) + 0.5
                            for x in inputs])
     ratios, _ = max_log_ratio(histograms / histograms.sum(axis=1, keepdims=True))
     position = {x: i for i, x in enumerate(inputs)}
@@ -466,7 +467,8 @@ def output_component(space: EventSpace) -> tuple[int | None, OutputSpace] | None
     return None
 
 
-def _part(encoded, position: int | None):
+def component_part(encoded, position: int | None):
+    """The part of an encoding that :func:`output_component` found at ``position`` (None: the whole)."""
     return encoded if position is None else encoded[position]
 
 
