@@ -16,6 +16,9 @@
    response, Laplace histogram encoding; k = 8, eps = 1, 2,000 reports per input), both learned
    attacks on, and whether the empirical E stays below the true E.
 3. Audit time per 10^6 reports with and without the learned attacks (same reports, same run).
+4. Early stopping (``--looks 0.25,0.5,1``, fixed events): share of the budget a blatant leak
+   (GRR at eps = 2 against E = 1, k = 16, 4,000 reports per input) uses, and false alarms of a
+   correct GRR (k = 8, 2,000 reports per input) over the looks.
 
 Run: ``.venv/bin/python benchmarks/bench_audit_attacks.py [SEEDS]`` (default 5 seeds: about 15 minutes
 on a shared 2-core machine; false alarms use 4 x SEEDS seeds per client).
@@ -187,8 +190,30 @@ def throughput() -> None:
             f"{label} {value:.1f} s ({value / base:.1f}x)" for label, value in times.items()), flush=True)
 
 
+def early_stopping(seeds: int) -> None:
+    from designer.audit.sequential import sequential_audit
+
+    print(f"4. early stopping, looks 0.25, 0.5, 1 (error 0.05/3 each), fixed events, {seeds} seeds")
+    blatant = GeneralizedRandomizedResponse(K, 2.0)
+    used, found = [], 0
+    for seed in range(seeds):
+        result = sequential_audit(Source(lambda x, m, rng: blatant.sample(np.full(m, x), rng)),
+                                  PrivacyMatrix.classic(K, EPS), Budget(4000), np.random.default_rng(seed), attacks=())
+        found += result.violated
+        used.append(result.looks[-1]["share"])
+    print(f"  GRR eps = 2 against E = 1: violated {found}/{seeds}, share of the budget used: median "
+          f"{np.median(used):g}, largest {max(used):g}", flush=True)
+    k = 8
+    correct = GeneralizedRandomizedResponse(k, EPS)
+    alarms = sum(sequential_audit(Source(lambda x, m, rng: correct.sample(np.full(m, x), rng)),
+                                  PrivacyMatrix.classic(k, EPS), Budget(2000), np.random.default_rng(50_000 + seed),
+                                  attacks=()).violated for seed in range(4 * seeds))
+    print(f"  correct GRR k = {k}: violated {alarms}/{4 * seeds}", flush=True)
+
+
 if __name__ == "__main__":
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     throughput()
     planted(seeds)
     false_alarms(4 * seeds)
+    early_stopping(seeds)

@@ -31,6 +31,25 @@ def test_best_cell_set_finds_the_neyman_pearson_set():
     assert best_cell_set(np.zeros(0, int), cells_other, 5, 0.05)[1] == -math.inf
 
 
+
+def test_best_cell_set_cross_fits_its_prediction():
+    """Hand-made halves: the first halves choose {0} (ratio 4) and the second halves choose {1} (ratio 3);
+    the prediction is the mean of {0}'s bound on the second halves and {1}'s on the first halves, at the
+    fresh sizes (each half's proportions scaled to 1,000 reports), by the Clopper-Pearson bound itself."""
+    from designer.audit.statistics import log_ratio_lower_bound
+
+    first_x = np.repeat([0, 1, 2], [40, 10, 50])
+    first_other = np.repeat([0, 1, 2], [10, 10, 80])
+    second_x = np.repeat([0, 1, 2], [20, 30, 50])
+    second_other = np.repeat([0, 1, 2], [20, 10, 70])
+    cells_x, cells_other = np.concatenate([first_x, second_x]), np.concatenate([first_other, second_other])
+    chosen, predicted, held_out = best_cell_set(cells_x, cells_other, 3, 0.05, 1000, 1000)
+    assert chosen.tolist() == [0]
+    on_second = log_ratio_lower_bound(200, 1000, 200, 1000, 0.05)  # {0}: 20/100 against 20/100
+    on_first = log_ratio_lower_bound(100, 1000, 100, 1000, 0.05)  # {1}: 10/100 against 10/100
+    assert predicted == pytest.approx((on_second + on_first) / 2, rel=1e-12)
+    assert held_out == pytest.approx(log_ratio_lower_bound(20, 100, 20, 100, 0.05), rel=1e-12)
+
 def unary(x, n, rng, k=16, q=1 / (math.e + 1)):
     bits = (rng.random((n, k)) < q).astype(np.int8)
     bits[:, x] = rng.random(n) < 0.5

@@ -13,7 +13,7 @@ from designer.spec import PrivacyMatrix
 K = 16
 FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "pre_fix_oue.py"
 #: Reports per input: enough for the power statement of the best-powered pair to be below 0.3.
-BUDGETS = {"DE": 25000, "GRR": 25000, "HE": 20000, "HR": 20000, "OUE": 10000, "SUE": 10000, "OLH": 10000}
+BUDGETS = {"DE": 25000, "GRR": 25000, "HE": 20000, "HR": 20000, "OUE": 12000, "SUE": 10000, "OLH": 10000}
 
 
 def audit_both(library: str, protocol: str, seed: int = 0):

@@ -2,7 +2,8 @@
 
 * :mod:`designer.audit.sources` — reports from a Python sampler, a command line or a file;
 * :mod:`designer.audit.collect` — drawing them within a budget (checked up front);
-* :mod:`designer.audit.adaptive` — a pilot on every input, the rest on the suspicious pairs;
+* :mod:`designer.audit.adaptive` — a pilot on every input, a narrowing round, the rest on the suspicious pairs;
+* :mod:`designer.audit.sequential` — early stopping at pre-registered looks (alpha spending);
 * :mod:`designer.audit.events` — distinguishing events chosen on a training split;
 * :mod:`designer.audit.features` and :mod:`designer.audit.attacks` — learned attacks (classifiers
   over features of any report shape, thresholded as in DP-Sniper);

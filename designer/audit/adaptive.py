@@ -1,22 +1,27 @@
-"""Adaptive budgets: a pilot on every input, the rest of the budget on the pairs it finds suspicious.
+"""Adaptive budgets: a pilot on every input, a narrowing round on the suspicious pairs, the rest tested.
 
 A fixed split spends most reports on inputs that leak nothing. Here the
-budget of ``N`` reports per input is spent in two stages:
+budget of ``N`` reports per input is spent in up to three stages:
 
 1. **pilot** — ``train_fraction * N`` reports of *every* input (every pair and
    every output gets a look; a rare output seen under one input only is
-   already a candidate event). All of them train: attacks, events and the
-   ``max_pairs`` pairs to test are chosen on the pilot alone
-   (:func:`designer.audit.verdict.audit_reports` with ``second_stage``), for
-   the fresh size a pair would get if it were tested alone;
-2. **fresh** — the rest of the budget, ``(1 - train_fraction) N k`` reports,
-   split equally among the inputs of the chosen pairs only; the chosen events
-   are tested on them.
+   already a candidate event). Attacks and events are chosen on it and the
+   pairs ranked by predicted excess (:func:`designer.audit.verdict.rank_pairs`);
+2. **narrowing** (when at least :data:`NARROW_MIN_PAIRS` pairs are constrained) —
+   :data:`NARROW_SHARE` of the rest of the budget, split equally among the
+   inputs of the top :data:`NARROW_PAIRS` pairs; pilot and narrowing reports
+   together choose the events again and rank those pairs only (a pair whose
+   pilot evidence was noisy gets a second, larger look);
+3. **fresh** — the remaining reports, split equally among the inputs of the
+   ``max_pairs`` pairs finally chosen (default :data:`NARROWED_MAX_PAIRS` after a
+   narrowing round); the chosen events are tested on them
+   (:func:`designer.audit.verdict.audit_reports` with ``second_stage``).
 
-The fresh reports are drawn after, and independently of, every choice, so the
-tests keep their error rate (the argument of the fixed split). A leak
-confined to few inputs — a rare debug report of one input — gets up to
-``k / 2`` times more fresh reports than with the fixed split.
+Every stage's reports are drawn after, and independently of, the choices made
+on the earlier ones, and only the fresh stage is tested, so the tests keep
+their error rate (the argument of the fixed split). A leak confined to few
+inputs — a rare debug report of one input, one leaking pair among hundreds —
+gets up to ``k / 2`` times more fresh reports than with the fixed split.
 """
 
 from __future__ import annotations
@@ -24,9 +29,33 @@ from __future__ import annotations
 import numpy as np
 
 from designer.audit.collect import Budget, collect_reports
-from designer.audit.sources import ReportSource
-from designer.audit.verdict import DEFAULT_TRAIN_FRACTION, AuditResult, audit_reports
+from designer.audit.sources import ReportSource, concatenate_reports, unify_reports
+from designer.audit.verdict import (
+    DEFAULT_TRAIN_FRACTION,
+    AuditResult,
+    audit_reports,
+    component_part,
+    constrained_pairs,
+    event_space,
+    output_component,
+    rank_pairs,
+)
 from designer.spec import PrivacyMatrix
+
+#: Pairs given a second look.
+NARROW_PAIRS = 16
+#: The narrowing round is made when at least this many pairs are constrained (k >= 9 for a full E:
+#: with fewer, the 16 pairs cover nearly every input and the round only thins the fresh budget).
+NARROW_MIN_PAIRS = 64
+#: Of the narrowing round's pairs, at most this many are kept for inputs that alone showed an output
+#: in the pilot (a rare output seen under one input only is the cheapest infinite leak).
+EXCLUSIVE_PAIRS = 4
+#: Share of the budget after the pilot spent on the narrowing round.
+NARROW_SHARE = 0.5
+#: Pairs tested after a narrowing round when ``max_pairs`` is not given (the fresh reports go to
+#: their inputs only: with one leaking pair among 240, 2 pairs detect it in 19 of 20 seeds, 8 pairs
+#: in 14 of 20, benchmarks/RESULTS.md).
+NARROWED_MAX_PAIRS = 2
 
 
 def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
@@ -55,13 +84,70 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     rest = (budget.reports_per_input - pilot) * k
     if rest < 4:
         raise ValueError(f"--reports-per-input {budget.reports_per_input} leaves no fresh reports after the pilot")
-    reports = collect_reports(source, k, Budget(pilot, max_memory=budget.max_memory), rng,
-                              lambda fraction: report(fraction * train_fraction))
+    total = budget.reports_per_input * k
+    drawn = {"count": pilot * k}
 
-    def second_stage(inputs: list[int]) -> dict[int, np.ndarray]:
-        return collect_reports(source, k, Budget(max(2, rest // len(inputs)), max_memory=budget.max_memory), rng,
-                               lambda fraction: report(train_fraction + fraction * (1 - train_fraction)),
+    def draw(inputs: list[int], per_input: int) -> dict[int, np.ndarray]:
+        start = drawn["count"]
+        drawn["count"] += per_input * len(inputs)
+        return collect_reports(source, k, Budget(per_input, max_memory=budget.max_memory), rng,
+                               lambda fraction: report((start + fraction * per_input * len(inputs)) / total),
                                inputs=inputs)
 
+    reports = unify_reports(collect_reports(source, k, Budget(pilot, max_memory=budget.max_memory), rng,
+                                            lambda fraction: report(fraction * pilot * k / total)))
+    pairs = None
+    max_pairs = options.pop("max_pairs", None)
+    narrow = max_pairs is None or 0 < max_pairs < NARROW_PAIRS
+    if narrow and len(constrained_pairs(reports, privacy)) >= NARROW_MIN_PAIRS:
+        max_pairs = max_pairs or NARROWED_MAX_PAIRS
+        pairs = _narrowing_candidates(reports, privacy, rng, rest, options)
+        inputs = sorted({x for pair in pairs for x in pair})
+        second = max(2, round(NARROW_SHARE * rest / len(inputs)))
+        extra = draw(inputs, second)
+        reports = _joined(reports, extra)
+        rest -= second * len(inputs)
+
+    def second_stage(inputs: list[int]) -> dict[int, np.ndarray]:
+        return draw(inputs, max(2, rest // len(inputs)))
+
     return audit_reports(reports, privacy, rng=rng, train_fraction=train_fraction, second_stage=second_stage,
-                         planned_fresh=rest // 2, **options)
+                         planned_fresh=rest // 2, pairs=pairs, max_pairs=max_pairs, **options)
+
+
+def _narrowing_candidates(reports: dict, privacy: PrivacyMatrix, rng: np.random.Generator, rest: int,
+                          options: dict) -> list[tuple[int, int]]:
+    """The :data:`NARROW_PAIRS` pairs with the largest predicted excess on the pilot, led by the best pair of
+    each of the (at most :data:`EXCLUSIVE_PAIRS`) inputs that alone showed some output."""
+    space = event_space(reports, reports, privacy.k, options.get("support"), options.get("support_arguments"),
+                        options.get("alphabet"), options.get("attacks"), options.get("features"),
+                        options.get("features_arguments"), rng)
+    encoded = {x: space.encode(values) for x, values in reports.items()}
+    candidates = constrained_pairs(reports, privacy)
+    error = (1 - options.get("confidence", 0.95)) / NARROW_PAIRS
+    planned = {x: int((1 - NARROW_SHARE) * rest) // 2 for x in reports}
+    order, _ = rank_pairs(candidates, space, encoded, privacy.epsilon, error, planned)
+    kept = [next(pair for pair in order if pair[0] == x) for x in _exclusive_inputs(space, encoded)
+            if any(pair[0] == x for pair in order)][:EXCLUSIVE_PAIRS]
+    return kept + [pair for pair in order if pair not in kept][:NARROW_PAIRS - len(kept)]
+
+
+def _exclusive_inputs(space, encoded: dict) -> list[int]:
+    """Inputs that alone showed some output in the pilot, by decreasing count of such reports."""
+    outputs = output_component(space)
+    if outputs is None:
+        return []
+    position, output_space = outputs
+    inputs = sorted(encoded)
+    counts = np.array([np.bincount(component_part(encoded[x], position), minlength=output_space.n_outputs)
+                       for x in inputs])
+    exclusive = (counts > 0).sum(axis=0) == 1
+    alone = counts[:, exclusive].sum(axis=1)
+    return [inputs[i] for i in np.argsort(-alone, kind="stable") if alone[i] > 0]
+
+
+def _joined(reports: dict, extra: dict) -> dict[int, np.ndarray]:
+    """Each input's pilot reports followed by its narrowing reports, in one representation."""
+    joined = {x: concatenate_reports([values, extra[x]], f"input {x}") if x in extra else values
+              for x, values in reports.items()}
+    return unify_reports(joined)

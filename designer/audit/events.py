@@ -137,23 +137,36 @@ def best_cell_set(cells_x: np.ndarray, cells_other: np.ndarray, n_cells: int, er
     check_x, check_other = cells_x[half_x:], cells_other[half_other:]
     if check_x.size == 0 or check_other.size == 0:  # too few reports to halve: choose and predict on all
         check_x, check_other = cells_x, cells_other
-    counts_x = np.bincount(rank_x, minlength=n_cells).astype(float)
-    counts_other = np.bincount(rank_other, minlength=n_cells).astype(float)
-    seen = np.flatnonzero(counts_x > 0)
-    if seen.size == 0:
-        return np.zeros(0, dtype=np.int64), -np.inf, -np.inf
-    if order is None:
-        ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (rank_x.size + 1)) - np.log(
-            (counts_other[seen] + RANK_SMOOTHING) / (rank_other.size + 1)
-        )
-        order = seen[np.argsort(-ratio, kind="stable")]
-    chosen = order[: _best_prefix(counts_x[order], rank_x.size, counts_other[order], rank_other.size, error,
-                                  test_x, test_other)].astype(np.int64)
+    chosen = _top_cells(rank_x, rank_other, n_cells, error, test_x, test_other, order)
+    if chosen.size == 0:
+        return chosen, -np.inf, -np.inf
     inside_x = np.isin(check_x, chosen).sum()
     inside_other = np.isin(check_other, chosen).sum()
     predicted = _scaled_bound(inside_x, check_x.size, inside_other, check_other.size, error, test_x, test_other)
     held_out = log_ratio_lower_bound(inside_x, check_x.size, inside_other, check_other.size, error)
+    if check_x is not cells_x:  # cross-fitting: the halves swap roles, and the two predictions are averaged
+        swapped = _top_cells(check_x, check_other, n_cells, error, test_x, test_other, order)
+        if swapped.size:
+            predicted = (predicted + _scaled_bound(np.isin(rank_x, swapped).sum(), rank_x.size,
+                                                   np.isin(rank_other, swapped).sum(), rank_other.size, error,
+                                                   test_x, test_other)) / 2
     return chosen, float(predicted), float(held_out)
+
+
+def _top_cells(cells_x, cells_other, n_cells, error, test_x, test_other, order) -> np.ndarray:
+    """The prefix of the cells by ratio (or of ``order``) whose proportions give the largest bound."""
+    counts_x = np.bincount(cells_x, minlength=n_cells).astype(float)
+    counts_other = np.bincount(cells_other, minlength=n_cells).astype(float)
+    seen = np.flatnonzero(counts_x > 0)
+    if seen.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if order is None:
+        ratio = np.log((counts_x[seen] + RANK_SMOOTHING) / (cells_x.size + 1)) - np.log(
+            (counts_other[seen] + RANK_SMOOTHING) / (cells_other.size + 1)
+        )
+        order = seen[np.argsort(-ratio, kind="stable")]
+    return order[: _best_prefix(counts_x[order], cells_x.size, counts_other[order], cells_other.size, error,
+                                test_x, test_other)].astype(np.int64)
 
 
 def _scaled_bound(count_x, size_x, count_other, size_other, error, test_x, test_other):

@@ -47,7 +47,7 @@ def audit_command(
     confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
     delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
-    max_pairs: int = typer.Option(8, "--max-pairs", help="Pairs tested, chosen on the training split (0: all)."),
+    max_pairs: int = typer.Option(None, "--max-pairs", help="Pairs tested, chosen on the training split (0: all; default: all up to 20 pairs, else 8; 2 after --adaptive's narrowing round)."),
     train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
     alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
@@ -55,6 +55,7 @@ def audit_command(
     lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
     plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
     adaptive: bool = typer.Option(False, "--adaptive", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs."),
+    looks: str = typer.Option(None, "--looks", help="Early stopping: audit at these shares of --reports-per-input (e.g. 0.25,0.5,1), error split equally; stop at a violation."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -89,6 +90,7 @@ def audit_command(
     if alphabet is not None and alphabet < 1:
         raise ValueError(f"--alphabet must be >= 1, got {alphabet}")
     check_settings(confidence, correction.value, max_pairs, train_fraction, delta)
+    shares = parse_looks(looks)
     privacy = read_privacy_matrix(e_file)
     k = privacy.k
     declared_channel = read_channel(declared) if declared else None
@@ -109,6 +111,9 @@ def audit_command(
         support_arguments=extra, alphabet=alphabet, attacks=chosen_attacks, features=features_function,
         features_arguments=_accepted(features_function, extra), delta=delta,
     )
+    if shares is not None and (adaptive or reports_file or declared or channel_out):
+        raise ValueError("--looks draws the reports in steps: it needs --sampler or --command, without --adaptive, "
+                         "--declared or --channel-out")
     if adaptive and (reports_file or declared or channel_out):
         raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
                          "--command, and estimates no channel (--declared, --channel-out)")
@@ -132,9 +137,15 @@ def audit_command(
 
                 reports = {}
                 result = adaptive_audit(source, privacy, budget, rng, train_fraction, advance, **options)
+            elif shares is not None:
+                from designer.audit.sequential import sequential_audit
+
+                reports = {}
+                result = sequential_audit(source, privacy, budget, rng, shares, progress=advance,
+                                          train_fraction=train_fraction, **options)
             else:
                 reports = collect_reports(source, k, budget, rng, advance)
-        if not adaptive:
+        if not adaptive and shares is None:
             result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
     estimate = loop = hint = None
     if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
@@ -193,6 +204,10 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
         f"events: {result.event_space}; {len(result.pairs)} of {result.pairs_constrained} constrained pairs tested, "
         f"{result.correction} correction, confidence {result.confidence:g}"
     )
+    if result.looks:
+        last = result.looks[-1]
+        out.print(f"  early stopping: look {len(result.looks)} of the schedule at {last['share']:g} of the budget "
+                  f"({last['reports_per_input']:,} reports per input), error {last['error']:.3g} per look")
     if missing:
         out.print(f"  note: no reports of inputs {missing[:20]}{' ...' if len(missing) > 20 else ''}: their pairs were not tested")
     for pair in result.violations[:10]:
@@ -288,6 +303,20 @@ def _is_decimal_denominator(denominator: int) -> bool:
         while denominator % prime == 0:
             denominator //= prime
     return denominator == 1
+
+
+def parse_looks(text: str | None) -> tuple[float, ...] | None:
+    """``--looks``: increasing shares of the budget ending at 1 (None: one look at the end)."""
+    from designer.audit.sequential import check_looks
+
+    if text is None:
+        return None
+    try:
+        shares = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"--looks {text!r}: expected comma-separated shares such as 0.25,0.5,1") from None
+    check_looks(shares)
+    return shares
 
 
 def parse_attacks(text: str | None) -> tuple[str, ...] | None:
