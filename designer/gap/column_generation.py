@@ -77,7 +77,7 @@ SUBSET_SHARE = 0.25
 PAIR_STARTS = 16
 #: Branch and bound stops when its own bracket is this share of the gap tolerance (times the master's value).
 PRICING_SHARE = 0.25
-#: Seconds of branch and bound per pricing round (doubled while the bound does not close).
+#: Seconds of branch and bound in the first pricing round (doubled every round).
 ROUND_SECONDS = 2.0
 
 
@@ -192,8 +192,8 @@ def design_with_gap(
         if time.perf_counter() - start >= max_seconds:
             break
         new = [q / q.sum() for q in result.points]
+        budget *= 2  # the bound needs ever longer searches as the master's duals settle
         if not new:
-            budget *= 2  # nothing found yet: the bound needs a longer search
             continue
         new = np.unique(np.round(np.vstack(new), 14), axis=0)
         columns = np.vstack([columns, new])
