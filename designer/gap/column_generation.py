@@ -24,9 +24,11 @@ maximisation over a polytope, bounded by branch and bound over concave envelopes
 At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 0``;
 the bound closes as pricing finds nothing.
 
-Columns come first from the linearisation heuristic of :mod:`solvers.column_generation`
-(for :data:`HEURISTIC_SHARE` of the budget) and the optimal classic ``min E``-LDP channel
-(:func:`classic_columns`), then from the branch and bound.
+Columns come first from subset (max-plus) columns of the closure priced by local search
+(:mod:`designer.gap.closure_columns`, up to :data:`SUBSET_SHARE` of the budget, seeded with the
+optimal classic ``min E``-LDP channel, :func:`classic_columns`), then from the linearisation
+heuristic of :mod:`solvers.column_generation` (until :data:`HEURISTIC_SHARE` of the budget), then
+from the branch and bound's incumbents.
 
 Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
 ``Q[x, y] <= e^{E*[x, x']} Q[x', y] <= e^{eps'_x} Q[x', y]`` with ``eps'_x >= max_{x'} E*[x, x']``,
