@@ -165,6 +165,7 @@ def column_generation(
     confirm_rounds: int = 3,
     seed: int = 0,
     max_seconds: float | None = None,
+    pair_starts: int | None = None,
 ) -> ColumnGenerationResult:
     """Solve (LP) of the module docstring by column generation with linearisation pricing.
 
@@ -197,6 +198,9 @@ def column_generation(
     seed : int
     max_seconds : float, optional
         Stop (``converged=False``) after the restricted LP that follows this many seconds.
+    pair_starts : int, optional
+        Midpoints of this many random pairs of basic columns per round (default: every pair,
+        which costs ``O(d^2)`` ascents per round when the basis has ``d`` columns).
 
     Returns
     -------
@@ -221,7 +225,7 @@ def column_generation(
             converged = False
             break
         found, best, lps = _price(slice_lp, value, gradient, duals, columns_array, lp.weights,
-                                  random_starts, ascent_steps, tolerance, rng)
+                                  random_starts, ascent_steps, tolerance, rng, pair_starts)
         pricing_lps += lps
         if not found:
             stale_rounds += 1
@@ -246,7 +250,7 @@ def column_generation(
     )
 
 
-def _price(slice_lp, value, gradient, duals, columns, weights, random_starts, ascent_steps, tolerance, rng):
+def _price(slice_lp, value, gradient, duals, columns, weights, random_starts, ascent_steps, tolerance, rng, pair_starts):
     """One pricing round: linearisation ascent from the basis (noisy copies, pairwise midpoints), random points and directions."""
     d = slice_lp.dimension
     starts = []
@@ -257,9 +261,11 @@ def _price(slice_lp, value, gradient, duals, columns, weights, random_starts, as
         for level in (0.03, 0.1, 0.3, 1.0):
             starts.append(slice_lp.vertex(direction + level * scale * rng.standard_normal(d)))
     basis = columns[weights > 0]
-    for i in range(basis.shape[0]):  # midpoints of pairs of basic columns, linearised there
-        for j in range(i + 1, basis.shape[0]):
-            starts.append(slice_lp.vertex(gradient(0.999 * (basis[i] + basis[j]) / 2 + 0.001 / d) - duals))
+    pairs = [(i, j) for i in range(basis.shape[0]) for j in range(i + 1, basis.shape[0])]
+    if pair_starts is not None and pair_starts < len(pairs):
+        pairs = [pairs[i] for i in rng.choice(len(pairs), size=pair_starts, replace=False)]
+    for i, j in pairs:  # midpoints of pairs of basic columns, linearised there
+        starts.append(slice_lp.vertex(gradient(0.999 * (basis[i] + basis[j]) / 2 + 0.001 / d) - duals))
     for _ in range(random_starts):  # a random point of the hull of the columns, linearised there
         mix = rng.dirichlet(np.full(columns.shape[0], 0.5)) @ columns
         starts.append(slice_lp.vertex(gradient(0.999 * mix + 0.001 / d) - duals))

@@ -14,14 +14,21 @@ Method: spatial branch and bound with the concave envelope of each term on a box
 ``s_x(t) = phi(l_x) + (phi(u_x) - phi(l_x)) (t - l_x) / (u_x - l_x)`` lies above phi
 on ``[l_x, u_x]`` (convexity), so the LP ``max sum_x w_x s_x(q_x) + c . q`` over
 ``P ∩ box`` is an upper bound of f on the node, and its solution is a feasible
-point whose true value f is a lower bound. A node is split at its LP solution on
-the coordinate whose secant overestimates most there; the envelope is exact at
+point whose true value f is a lower bound. A node is bisected on the coordinate
+whose secant overestimates most at its LP solution; the envelope is exact at
 box corners, so the bounds converge. The answer (``upper``, ``best``) brackets
 the maximum at every moment: ``best <= max f <= upper``.
 
+Bound tightening (domain propagation; Horst and Tuy, Ch. VII; Belotti et al., Optim. Methods
+Softw. 2009, Sec. 5): when P implies ratio bounds ``q_x <= R[x, x'] q_x'``, every point of
+``P ∩ box`` also satisfies ``q_x <= min_x' R[x, x'] u_x'``, ``q_x >= max_x' l_x' / R[x', x]`` and,
+from ``n . q = 1`` with ``n > 0``, ``n_x q_x <= 1 - sum_{x' != x} n_x' l_x'`` and
+``n_x q_x >= 1 - sum_{x' != x} n_x' u_x'``. Shrinking a node's box to these bounds removes no
+point of P, and the secants over the smaller box are tighter.
+
 API
 ---
-``SeparableConvexMax(inequalities, normaliser, weights)`` then
+``SeparableConvexMax(inequalities, normaliser, weights, ratios=None)`` then
 ``.run(linear, lower, upper, phi, tolerance, max_seconds) -> ConvexMaxResult``;
 ``.coordinate_range()`` gives the initial box (``min``/``max q_x`` over P by LPs).
 """
@@ -56,8 +63,9 @@ class ConvexMaxResult:
 class SeparableConvexMax:
     """The polytope of (CM) as a warm-started HiGHS model; see the module docstring."""
 
-    def __init__(self, inequalities, normaliser, weights):
+    def __init__(self, inequalities, normaliser, weights, ratios=None):
         a = np.asarray(inequalities, dtype=float)
+        self.ratios = None if ratios is None else np.asarray(ratios, dtype=float)
         self.normaliser = np.asarray(normaliser, dtype=float)
         self.weights = np.asarray(weights, dtype=float)
         self.dimension = a.shape[1]
@@ -83,6 +91,24 @@ class SeparableConvexMax:
         q = np.maximum(np.asarray(highs.getSolution().col_value, dtype=float), 0.0)
         return float(highs.getInfo().objective_function_value), q
 
+    def tighten(self, lower, upper, sweeps: int = 3) -> tuple[np.ndarray, np.ndarray] | None:
+        """The box shrunk by the propagation of the module docstring (None when it misses P)."""
+        lo, hi = np.array(lower, dtype=float), np.array(upper, dtype=float)
+        n = self.normaliser
+        if not (np.all(n > 0) and np.all(np.isfinite(hi))):
+            return lo, hi
+        finite = None if self.ratios is None else np.isfinite(self.ratios)
+        for _ in range(sweeps):
+            if finite is not None:
+                hi = np.minimum(hi, np.where(finite, self.ratios * hi[None, :], np.inf).min(axis=1))
+                lo = np.maximum(lo, np.where(finite, lo[:, None] / np.where(finite, self.ratios, 1.0), 0.0).max(axis=0))
+            low_mass, high_mass = n @ lo, n @ hi
+            hi = np.minimum(hi, (1.0 - (low_mass - n * lo)) / n)
+            lo = np.maximum(lo, (1.0 - (high_mass - n * hi)) / n)
+            if np.any(lo > hi + 1e-12 * np.maximum(hi, 1.0)):
+                return None
+        return lo, np.maximum(hi, lo)
+
     def coordinate_range(self) -> tuple[np.ndarray, np.ndarray]:
         """``min q_x`` and ``max q_x`` over P for every x (2 d LPs)."""
         d = self.dimension
@@ -104,8 +130,9 @@ class SeparableConvexMax:
         tolerance: float = 1e-9,
         max_seconds: float = 10.0,
         keep_points: float = 0.0,
+        max_nodes: int | None = None,
     ) -> ConvexMaxResult:
-        """Branch and bound on (CM) until ``upper - best <= tolerance`` or ``max_seconds`` pass.
+        """Branch and bound on (CM) until ``upper - best <= tolerance``, ``max_seconds`` pass or ``max_nodes`` are split.
 
         ``keep_points``: also return every evaluated point with ``f > keep_points``
         (improving columns for a column-generation master).
@@ -118,13 +145,17 @@ class SeparableConvexMax:
             return float(w @ phi(q) + linear @ q)
 
         def relax(lo, hi):
+            box = self.tighten(lo, hi)
+            if box is None:
+                return None
+            lo, hi = box
             width = np.where(hi > lo, hi - lo, 1.0)
             slope = np.where(hi > lo, (phi(hi) - phi(lo)) / width, 0.0)
             solved = self.solve(w * slope + linear, lo, hi)
             if solved is None:
                 return None
             bound, q = solved
-            return bound + float(w @ (phi(lo) - slope * lo)), q, slope
+            return bound + float(w @ (phi(lo) - slope * lo)), q, slope, lo, hi
 
         best, point, points, nodes = -np.inf, None, [], 0
         heap: list = []
@@ -132,16 +163,16 @@ class SeparableConvexMax:
         root = relax(np.asarray(lower, float), np.asarray(upper, float))
         if root is None:
             raise LinearProgramError("the polytope is empty")
-        heapq.heappush(heap, (-root[0], counter, np.asarray(lower, float), np.asarray(upper, float), root))
+        heapq.heappush(heap, (-root[0], counter, root))
         finished = False
         while heap:
             bound = -heap[0][0]
             if bound - best <= tolerance:
                 finished = True
                 break
-            if time.perf_counter() - start > max_seconds:
+            if time.perf_counter() - start > max_seconds or (max_nodes is not None and nodes >= max_nodes):
                 break
-            _, _, lo, hi, (node_bound, q, slope) = heapq.heappop(heap)
+            _, _, (node_bound, q, slope, lo, hi) = heapq.heappop(heap)
             nodes += 1
             current = value(q)
             if current > best:
@@ -153,12 +184,12 @@ class SeparableConvexMax:
             secant = phi(lo) + slope * (q - lo)
             excess = w * (secant - phi(q))
             x = int(np.argmax(excess))
-            split = q[x] if lo[x] + 1e-9 * (hi[x] - lo[x]) < q[x] < hi[x] - 1e-9 * (hi[x] - lo[x]) else (lo[x] + hi[x]) / 2
+            split = (lo[x] + hi[x]) / 2  # bisection: measured tighter than splitting at q[x] (k = 50)
             for new_lo, new_hi in ((lo, np.where(np.arange(lo.size) == x, split, hi)), (np.where(np.arange(lo.size) == x, split, lo), hi)):
                 child = relax(new_lo, new_hi)
                 if child is not None and child[0] > best + tolerance:
                     counter += 1
-                    heapq.heappush(heap, (-child[0], counter, new_lo, new_hi, child))
+                    heapq.heappush(heap, (-child[0], counter, child))
         # open nodes hold their bounds; nodes dropped on the way were within tolerance of best
         upper_bound = max(-heap[0][0] if heap else -np.inf, best + tolerance)
         finished = finished or not heap

@@ -50,3 +50,14 @@ def random_channel(rng: np.random.Generator, k: int, m: int, zero_fraction: floa
         empty = matrix.sum(axis=1) == 0
         matrix[empty, 0] = 1.0
     return matrix / matrix.sum(axis=1, keepdims=True)
+
+
+def random_privacy(k: int, seed: int):
+    """A random asymmetric E: entries U[0.5, 2], 10% inf, zero diagonal (the column-generation benchmark's family)."""
+    from designer.spec import PrivacyMatrix
+
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(0.5, 2.0, (k, k))
+    values[rng.random((k, k)) < 0.1] = np.inf
+    np.fill_diagonal(values, 0)
+    return PrivacyMatrix(values)

@@ -17,6 +17,7 @@ from designer.symmetry import ClassStructure, SymmetryLostError, design_symmetri
 from designer.symmetry.certify import certify_row_constant, structural_certificate
 from designer.symmetry.orbits import enumerate_orbits, row_levels
 from designer.utility import f_divergence, mutual_information
+from reference import random_privacy
 
 runner = CliRunner()
 
@@ -303,14 +304,6 @@ def test_cli_compare_table_json_and_plot(tmp_path):
 
 
 # ------------------------------------------------------ column generation
-def random_privacy(k: int, seed: int) -> PrivacyMatrix:
-    rng = np.random.default_rng(seed)
-    values = rng.uniform(0.5, 2.0, (k, k))
-    values[rng.random((k, k)) < 0.1] = np.inf
-    np.fill_diagonal(values, 0)
-    return PrivacyMatrix(values)
-
-
 @pytest.mark.parametrize("seed", [1, 4])
 def test_column_generation_bounds_bracket_the_enumerated_optimum(seed):
     from designer.gap import design_with_gap

@@ -24,9 +24,11 @@ maximisation over a polytope, bounded by branch and bound over concave envelopes
 At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 0``;
 the bound closes as pricing finds nothing.
 
-Columns come first from the linearisation heuristic of :mod:`solvers.column_generation`
-(for :data:`HEURISTIC_SHARE` of the budget) and the optimal classic ``min E``-LDP channel
-(:func:`classic_columns`), then from the branch and bound.
+Columns come first from subset (max-plus) columns of the closure priced by local search
+(:mod:`designer.gap.closure_columns`, up to :data:`SUBSET_SHARE` of the budget, seeded with the
+optimal classic ``min E``-LDP channel, :func:`classic_columns`), then from the linearisation
+heuristic of :mod:`solvers.column_generation` (until :data:`HEURISTIC_SHARE` of the budget), then
+from the branch and bound's incumbents.
 
 Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
 ``Q[x, y] <= e^{E*[x, x']} Q[x', y] <= e^{eps'_x} Q[x', y]`` with ``eps'_x >= max_{x'} E*[x, x']``,
@@ -54,6 +56,7 @@ import numpy as np
 from designer.certify import Certificate, certify
 from designer.channel import Channel
 from designer.design import merge_proportional_columns, project_into_cone
+from designer.gap.closure_columns import subset_pricing
 from designer.spec import PrivacyMatrix
 from designer.utility import column_information, mutual_information
 from solvers.column_generation import column_generation
@@ -66,11 +69,17 @@ REDUCED_COST_TOLERANCE = 1e-9
 RELAXATION_LEVELS = 6
 #: Largest orbit LP solved for the relaxation bound (about a second).
 RELAXATION_ORBITS = 100_000
-#: Share of the time budget given first to the linearisation heuristic of solvers.column_generation.
-HEURISTIC_SHARE = 0.3
+#: Share of the time budget given first to the linearisation heuristic of solvers.column_generation
+#: (it stops earlier when a pricing round finds no improving column).
+HEURISTIC_SHARE = 0.5
+#: Share of the time budget (at most) for column generation over subset columns (designer.gap.closure_columns).
+SUBSET_SHARE = 0.25
+#: Midpoints of this many random pairs of basic columns start the heuristic's ascents per round
+#: (all pairs cost O(k^2) ascents per round: 30-60 s per round at k = 50).
+PAIR_STARTS = 16
 #: Branch and bound stops when its own bracket is this share of the gap tolerance (times the master's value).
 PRICING_SHARE = 0.25
-#: Seconds of branch and bound per pricing round (doubled while the bound does not close).
+#: Seconds of branch and bound in the first pricing round (doubled every round).
 ROUND_SECONDS = 2.0
 
 
@@ -150,14 +159,16 @@ def design_with_gap(
     inequalities = np.zeros((len(pairs), k))
     inequalities[np.arange(len(pairs)), pairs[:, 0]] = -1.0
     inequalities[np.arange(len(pairs)), pairs[:, 1]] = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]])
-    pricing = SeparableConvexMax(inequalities, prior, prior)
+    pricing = SeparableConvexMax(inequalities, prior, prior, ratios=np.exp(privacy.closure().epsilon))
     lower_box, upper_box = pricing.coordinate_range()
+    columns = closure_column_generation(privacy, prior, np.vstack([np.ones((1, k)), classic_columns(privacy)]),
+                                        start + SUBSET_SHARE * max_seconds)
     seeded = column_generation(  # linearisation pricing (a heuristic): good columns fast, no bound
         inequalities, lambda c: column_information(prior, c.T), lambda q: prior * np.log(q / (prior @ q)),
-        np.ones(k), np.ones((1, k)) / k, random_starts=8, ascent_steps=10, confirm_rounds=1,
-        max_seconds=HEURISTIC_SHARE * max_seconds,
+        np.ones(k), columns / columns.sum(axis=1, keepdims=True), random_starts=8, ascent_steps=10, confirm_rounds=1,
+        max_seconds=max(start + HEURISTIC_SHARE * max_seconds - time.perf_counter(), 0.0), pair_starts=PAIR_STARTS,
     )
-    columns = np.vstack([seeded.columns, classic_columns(privacy)])
+    columns = seeded.columns
     values = column_information(prior, columns.T)
     relaxed = symmetric_relaxation_bound(privacy, prior)
     upper, rounds, nodes, budget = relaxed, 0, 0, ROUND_SECONDS
@@ -183,8 +194,8 @@ def design_with_gap(
         if time.perf_counter() - start >= max_seconds:
             break
         new = [q / q.sum() for q in result.points]
+        budget *= 2  # the bound needs ever longer searches as the master's duals settle
         if not new:
-            budget *= 2  # nothing found yet: the bound needs a longer search
             continue
         new = np.unique(np.round(np.vstack(new), 14), axis=0)
         columns = np.vstack([columns, new])
@@ -209,6 +220,30 @@ def design_with_gap(
         relaxation_bound=relaxed,
         history=history,
     )
+
+
+def closure_column_generation(privacy: PrivacyMatrix, prior: np.ndarray, columns: np.ndarray, deadline: float,
+                               random_starts: int = 32, seed: int = 0) -> np.ndarray:
+    """Column generation over the subset columns of :mod:`designer.gap.closure_columns` until no start improves.
+
+    Starts per round: the sets ``{x : v_x > median(v)}`` of the master's basic columns and random
+    subsets of densities 5-50%; stops at ``deadline`` (a ``time.perf_counter()`` value). Returns
+    every column (the given ones first), each a point of the cone.
+    """
+    rng = np.random.default_rng(seed)
+    closure = privacy.closure().epsilon
+    values = column_information(prior, columns.T)
+    while time.perf_counter() < deadline:
+        master = solve_vertex_lp(columns, values, np.ones(privacy.k))
+        basic = columns[master.weights > 0]
+        starts = np.vstack([basic > np.median(basic, axis=1, keepdims=True),
+                            rng.random((random_starts, privacy.k)) < rng.uniform(0.05, 0.5, (random_starts, 1))])
+        new = subset_pricing(closure, prior, master.duals, starts)
+        if new.shape[0] == 0:
+            break
+        columns = np.vstack([columns, new])
+        values = np.concatenate([values, column_information(prior, new.T)])
+    return columns
 
 
 def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> float:
