@@ -204,6 +204,14 @@ def _record_shuffle(document: dict, shuffle_n, delta, population) -> None:
         add_shuffle_member(document, shuffle_n, delta, population)
 
 
+def parsed(option: str, parser, text: str):
+    """``parser(text)``, with a parse error naming the option."""
+    try:
+        return parser(text)
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None
+
+
 def finish_package(document: dict, out: Path, key, shuffle: tuple) -> dict:
     """Record the shuffled guarantee if asked (``shuffle`` = n, delta, population), sign, write atomically; the package."""
     from designer.deploy.package import write_package
@@ -383,10 +391,7 @@ def package_hadamard_command(
 
     _check_shuffle_options(shuffle_n, shuffle_delta, population)
     key = signing_key(sign)
-    try:
-        sizes = parse_block_sizes(block_sizes)
-    except ValueError as error:
-        raise ValueError(f"--block-sizes: {error}") from None
+    sizes = parsed("--block-sizes", parse_block_sizes, block_sizes)
     document = build_hadamard_package(sizes, epsilon, bits)
     document = finish_package(document, out, key, (shuffle_n, shuffle_delta, population))
     utility = document["utility"]
@@ -420,10 +425,7 @@ def package_high_low_command(
 
     _check_shuffle_options(shuffle_n, shuffle_delta, population)
     key = signing_key(sign)
-    try:
-        symbols = parse_symbols(sensitive)
-    except ValueError as error:
-        raise ValueError(f"--sensitive: {error}") from None
+    symbols = parsed("--sensitive", parse_symbols, sensitive)
     document = build_high_low_package(k, symbols, epsilon, bits)
     document = finish_package(document, out, key, (shuffle_n, shuffle_delta, population))
     utility = document["utility"]
