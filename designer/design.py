@@ -39,13 +39,12 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from designer.certify import LEVEL_DIGITS, Certificate, certify
 from designer.channel import Channel
-from designer.exact import describe_fraction
+from designer.exact import describe_fraction, fmpq_fraction
 from designer.cone import Cone
 from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
 from designer.io import json_writer, matrix_csv_writer, write_files
@@ -53,9 +52,6 @@ from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_f_divergence, column_information
 from solvers.linear import solve_ratio_bounded_stochastic_lp, solve_vertex_lp
 from solvers.maxplus import min_plus_product, safe_log
-
-if TYPE_CHECKING:  # python-flint is imported where an exact channel is solved
-    import flint
 
 #: Columns whose normalised entries agree to this many decimals are merged.
 MERGE_DECIMALS = 12
@@ -505,8 +501,8 @@ def _exact_channel_matrix(k: int, picked: list) -> np.ndarray:
         symbols = members[0][0]
         rows = [found.exact_vertex(index) for _, index, found in members]
         s, d = len(rows), len(symbols)
-        gram = flint.fmpq_mat(s, s, [_fmpq(_dot(a, b)) for a in rows for b in rows])
-        target = flint.fmpq_mat(s, 1, [_fmpq(sum(row, Fraction(0))) for row in rows])
+        gram = flint.fmpq_mat(s, s, [fmpq_fraction(_dot(a, b)) for a in rows for b in rows])
+        target = flint.fmpq_mat(s, 1, [fmpq_fraction(sum(row, Fraction(0))) for row in rows])
         theta = [Fraction(int(value.p), int(value.q)) for value in gram.solve(target).entries()]
         totals = [sum(theta[i] * rows[i][x] for i in range(s)) for x in range(d)]
         if any(total != 1 for total in totals) or any(value < 0 for value in theta):
@@ -524,12 +520,6 @@ def _exact_channel_matrix(k: int, picked: list) -> np.ndarray:
 
 def _dot(a: list[Fraction], b: list[Fraction]) -> Fraction:
     return sum((x * y for x, y in zip(a, b)), Fraction(0))
-
-
-def _fmpq(value: Fraction) -> flint.fmpq:
-    import flint
-
-    return flint.fmpq(value.numerator, value.denominator)
 
 
 def _json_float(value: float):

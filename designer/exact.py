@@ -365,16 +365,16 @@ class ExactEpsilon:
             if ratio == self.exp_value:
                 return None
             quotient = self.exp_value / ratio
-            return _nonzero_ball(lambda: _arb(quotient).log(), _bits(quotient))
+            return _nonzero_ball(lambda: arb_fraction(quotient).log(), _bits(quotient))
         if self.value == 0 and ratio == 1:
             return None
-        return _nonzero_ball(lambda: _arb(self.value) - _arb(ratio).log(), _bits(self.value) + _bits(ratio))
+        return _nonzero_ball(lambda: arb_fraction(self.value) - arb_fraction(ratio).log(), _bits(self.value) + _bits(ratio))
 
     def log_ball(self) -> "flint.arb":
         """An Arb ball containing the level (finite levels), at the current precision."""
         if self.exp_value is not None:
-            return _arb(self.exp_value).log()
-        return _arb(self.value)
+            return arb_fraction(self.exp_value).log()
+        return arb_fraction(self.value)
 
 
 @contextmanager
@@ -390,10 +390,26 @@ def arb_precision(bits: int):
         flint.ctx.prec = saved
 
 
-def _arb(value: Fraction) -> "flint.arb":
+def arb_fraction(value: Fraction) -> "flint.arb":
+    """``value`` as an exact Arb ball (at the current precision)."""
     import flint
 
-    return flint.arb(flint.fmpq(value.numerator, value.denominator))
+    return flint.arb(fmpq_fraction(value))
+
+
+def fmpq_fraction(value: Fraction) -> "flint.fmpq":
+    """``value`` as a FLINT rational."""
+    import flint
+
+    return flint.fmpq(value.numerator, value.denominator)
+
+
+def float_outward(value: Fraction, direction: float) -> float:
+    """The double nearest ``value`` on the side of ``direction`` (``-inf``: at most ``value``; ``inf``: at least)."""
+    nearest = float(value)
+    if (direction < 0 and Fraction(nearest) > value) or (direction > 0 and Fraction(nearest) < value):
+        return math.nextafter(nearest, direction)
+    return nearest
 
 
 def _bits(value: Fraction) -> int:
@@ -482,7 +498,7 @@ def describe_fraction(value: Fraction, max_digits: int | None = None) -> str:
     if not limit or longest * _LOG10_2 + 1 < limit:
         return str(value)
     with arb_precision(_LOG_BITS):
-        return "~" + _arb(value).str(17, radius=False, more=True)
+        return "~" + arb_fraction(value).str(17, radius=False, more=True)
 
 
 def separating_decimals(ratio: Fraction, level: ExactEpsilon) -> tuple[str, str]:
@@ -507,7 +523,7 @@ def separating_decimals(ratio: Fraction, level: ExactEpsilon) -> tuple[str, str]
         return f"{shown} {sign} {abs(gap).str(2, radius=False, more=True)}", shown
     while True:
         with arb_precision(int(digits * 3.33) + 128):
-            left = _arb(ratio).log().str(digits, radius=False, more=True)
+            left = arb_fraction(ratio).log().str(digits, radius=False, more=True)
             right = level.log_ball().str(digits, radius=False, more=True)
         order = (Fraction(left) > Fraction(right)) - (Fraction(left) < Fraction(right))
         if gap is None or order == (-1 if gap > 0 else 1) or digits > SEPARATING_DIGITS:
@@ -518,7 +534,7 @@ def separating_decimals(ratio: Fraction, level: ExactEpsilon) -> tuple[str, str]
 def exp_bounds(value: Fraction, precision: int) -> tuple[Fraction, Fraction]:
     """Rational ``lo <= exp(value) <= hi`` from an Arb ball at ``precision`` bits."""
     with arb_precision(precision):
-        return ball_bounds(_arb(value).exp())
+        return ball_bounds(arb_fraction(value).exp())
 
 
 def ball_bounds(ball: "flint.arb") -> tuple[Fraction, Fraction]:

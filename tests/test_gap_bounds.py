@@ -6,9 +6,9 @@ import pytest
 from designer.design import design_channel
 from designer.gap import design_with_gap
 from designer.gap.closure_columns import subset_columns, subset_pricing
-from designer.gap.column_generation import classic_columns, closure_column_generation, _x_log_x
+from designer.gap.column_generation import classic_columns, closure_column_generation
 from designer.spec import PrivacyMatrix
-from designer.utility import column_information
+from designer.utility import F_DIVERGENCES, column_information
 from solvers.convex_maximization import SeparableConvexMax
 from solvers.linear import solve_vertex_lp
 from solvers.vertices import enumerate_cone_rays
@@ -75,7 +75,7 @@ def test_bound_tightening_shrinks_the_pricing_bound_and_keeps_it_valid():
     for ratios in (None, np.exp(privacy.closure().epsilon)):
         pricing = SeparableConvexMax(cone_rows(privacy), prior, prior, ratios=ratios)
         lower, upper = pricing.coordinate_range()
-        result = pricing.run(-duals, lower, upper, _x_log_x, tolerance=0.0, max_seconds=60, max_nodes=60)
+        result = pricing.run(-duals, lower, upper, F_DIVERGENCES["kl"], tolerance=0.0, max_seconds=60, max_nodes=60)
         assert result.best <= exact + 1e-12 <= result.upper + 2e-12
         bounds.append(result.upper - exact)
     assert bounds[1] < 0.5 * bounds[0]

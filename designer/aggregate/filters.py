@@ -12,6 +12,8 @@ the reports' columns: an unknown one is a one-line error.
 
 from __future__ import annotations
 
+import functools
+
 import json
 
 #: Expression classes refused inside --where (reading other tables, windows, ``*``).
@@ -36,6 +38,7 @@ def parse_by(text: str | None) -> tuple[str, ...]:
     return names
 
 
+@functools.lru_cache(maxsize=32)  # a pure function of the text, asked by several layers of one run
 def check_where(expression: str) -> str:
     """The canonical SQL of a checked ``--where`` expression.
 

@@ -71,18 +71,20 @@ def log_ratio_lower_bound(count_x, trials_x, count_other, trials_other, error) -
 
     ``-inf`` when the event was never seen under ``x``.
     """
-    half = np.asarray(error, float) / 2
-    lower = clopper_pearson_lower(count_x, trials_x, half)
-    upper = clopper_pearson_upper(count_other, trials_other, half)
+    lower, upper = _pair_bounds(count_x, trials_x, count_other, trials_other, error)
     with np.errstate(divide="ignore"):
         return np.log(lower) - np.log(upper)
 
 
+def _pair_bounds(count_x, trials_x, count_other, trials_other, error) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson lower bound on ``P(S|x)`` and upper bound on ``P(S|x')``, each at half of ``error``."""
+    half = np.asarray(error, float) / 2
+    return clopper_pearson_lower(count_x, trials_x, half), clopper_pearson_upper(count_other, trials_other, half)
+
+
 def hockey_stick_lower_bound(count_x, trials_x, count_other, trials_other, allowed, error) -> np.ndarray:
     """Lower confidence bound on ``P(S|x) - exp(allowed) P(S|x')`` at total error ``error`` (split in halves)."""
-    half = np.asarray(error, float) / 2
-    lower = clopper_pearson_lower(count_x, trials_x, half)
-    upper = clopper_pearson_upper(count_other, trials_other, half)
+    lower, upper = _pair_bounds(count_x, trials_x, count_other, trials_other, error)
     return lower - np.exp(np.asarray(allowed, float)) * upper
 
 

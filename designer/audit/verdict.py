@@ -102,7 +102,7 @@ class PairResult:
             "p_value": self.p_value,
             "violated": self.violated,
             "detectable_excess": _number(self.detectable_excess),
-            "hockey_stick_lower_bound": self.hockey_stick_lower_bound,
+            "hockey_stick_lower_bound": _number(self.hockey_stick_lower_bound),
         }
 
 

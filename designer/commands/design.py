@@ -204,7 +204,6 @@ def design_command(
     from designer.commands.deploy import signing_key
 
     key = signing_key(sign)
-    from designer.spec import PrivacyMatrix
     from designer.symmetry import ClassStructure
 
     if e_file is not None:

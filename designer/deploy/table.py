@@ -238,8 +238,11 @@ def deployable_table(
     labels = (channel.input_labels, channel.output_labels)
     try:
         table, certificate, method, weight = _rounded(numerators, sums, privacy, bits, tight, labels)
-    except TableRefused:
-        table, certificate, method, weight = _scaled_from_fewer_bits(numerators, sums, privacy, bits, tight, labels)
+    except TableRefused as refusal:
+        found = _scaled_from_fewer_bits(numerators, sums, privacy, bits, tight, labels)
+        if found is None:
+            raise refusal from None
+        table, certificate, method, weight = found
     return DeployableChannel(table, privacy, certificate, rounding_loss(channel, table, method, weight, prior))
 
 
@@ -259,13 +262,13 @@ def _rounded(numerators: np.ndarray, sums: np.ndarray, privacy: PrivacyMatrix, b
 
 def _scaled_from_fewer_bits(numerators: np.ndarray, sums: np.ndarray, privacy: PrivacyMatrix, bits: int,
                             tight: np.ndarray, labels: tuple[tuple[str, ...], tuple[str, ...]]
-                            ) -> tuple[IntegerTable, Certificate, str, Fraction]:
+                            ) -> tuple[IntegerTable, Certificate, str, Fraction] | None:
     """A table certified at fewer bits (:data:`FALLBACK_BITS`), times ``2^(bits - fewer)``: the same rational channel.
 
     Above 53 bits the float screen and the at-risk test work with log-ratios whose float
     noise (about 1e-16) exceeds the rounding's reach (about 2^-bits), so their directions
     can conflict where a coarser table certifies; the scaled table is that table exactly,
-    with the same exact certificate. Re-raises the refusal at ``bits`` when none certifies.
+    with the same exact certificate. None when none certifies.
     """
     for fewer in [fewer for fewer in FALLBACK_BITS if fewer < bits]:
         try:
@@ -275,7 +278,7 @@ def _scaled_from_fewer_bits(numerators: np.ndarray, sums: np.ndarray, privacy: P
         shift = bits - fewer
         scaled = IntegerTable(tuple(tuple(value << shift for value in row) for row in table.counts), bits, *labels)
         return scaled, certificate, method, weight
-    return _rounded(numerators, sums, privacy, bits, tight, labels)
+    return None
 
 
 def rounding_loss(

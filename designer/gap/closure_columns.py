@@ -82,7 +82,8 @@ def subset_pricing(
                 subset[flip] = ~subset[flip]
                 cost = values[flip]
             if cost > tolerance:
-                column = subset_columns(closure, subset[None, :], high)[0]
+                column = generators[subset].max(axis=0)  # subset_columns for this subset, from the generators at hand
+                column = 1.0 / column if high else column
                 found.append(column / (column @ prior))
     if not found:
         return np.zeros((0, k))

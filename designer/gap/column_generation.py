@@ -58,7 +58,7 @@ from designer.channel import Channel
 from designer.design import merge_proportional_columns, project_into_cone
 from designer.gap.closure_columns import subset_pricing
 from designer.spec import PrivacyMatrix
-from designer.utility import column_information, mutual_information
+from designer.utility import F_DIVERGENCES, column_information, mutual_information
 from solvers.column_generation import column_generation
 from solvers.convex_maximization import SeparableConvexMax
 from solvers.linear import solve_vertex_lp
@@ -179,7 +179,7 @@ def design_with_gap(
         master = solve_vertex_lp(columns, values, np.ones(k))
         remaining = max_seconds - (time.perf_counter() - start)
         result = pricing.run(
-            -master.duals, lower_box, upper_box, _x_log_x, tolerance=max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
+            -master.duals, lower_box, upper_box, F_DIVERGENCES["kl"], tolerance=max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
             max_seconds=max(min(budget, remaining), 0.05), keep_points=REDUCED_COST_TOLERANCE,
         )
         nodes += result.nodes
@@ -296,9 +296,3 @@ def classic_columns(privacy: PrivacyMatrix) -> np.ndarray:
     design = design_symmetric(ClassStructure.classic(k, smallest))
     columns = design.channel.matrix.T
     return columns / columns.sum(axis=1, keepdims=True)
-
-
-def _x_log_x(values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values, dtype=float)
-    safe = np.where(values > 0, values, 1.0)
-    return np.where(values > 0, values * np.log(safe), 0.0)

@@ -34,6 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from designer.exact import float_outward
 from designer.shuffle.divergence import TwoCountExperiment
 from designer.shuffle.lower import CountTest
 
@@ -236,7 +237,7 @@ def high_low_pairs(k: int, sensitive: int, coin: int, keep: int, bits: int) -> l
         classes.append(_hadamard_class("two sensitive inputs", high, low, total, others_in_class=outside,
                                        others_outside=outside, share_outside=Fraction(low, high)))
     if k > sensitive:
-        local = _log_up(_fraction_up(Fraction(2 * high, total - keep)))
+        local = _log_up(float_outward(Fraction(2 * high, total - keep), math.inf))
         classes.append(PairClass(
             "sensitive x, non-sensitive x'", math.inf, (0.0, 1.0), 0.0, 0.0, (local, math.inf), (True, False),
             # test: Y+ = S_x, Y- = {S + i}; the other users hold x (a sensitive input)
@@ -252,13 +253,14 @@ def _hadamard_class(name: str, high: int, low: int, total: int, others_in_class,
     ratio = Fraction(high, low)
     tv = Fraction(high - low, 2 * total)
     share = Fraction(low, high)
-    local = _log_up(_fraction_up(ratio))
+    local = _log_up(float_outward(ratio, math.inf))
     first = (float(Fraction(high, 2 * total)), float(Fraction(low, 2 * total)))
     outside = first if others_outside is None else tuple(float(value) for value in others_outside)
     inside = first if others_in_class is None else tuple(float(value) for value in others_in_class)
     return PairClass(
-        name, _fraction_up(ratio), (_fraction_down(tv), _fraction_up(tv)), _fraction_down(share_outside),
-        _fraction_down(share), (local, local), (True, True), first, first[::-1], outside, inside,
+        name, float_outward(ratio, math.inf), (float_outward(tv, -math.inf), float_outward(tv, math.inf)),
+        float_outward(share_outside, -math.inf),
+        float_outward(share, -math.inf), (local, local), (True, True), first, first[::-1], outside, inside,
     )
 
 
@@ -279,13 +281,3 @@ def _log_up(ratio: float) -> float:
     if math.isinf(ratio):
         return math.inf
     return float(np.nextafter(np.nextafter(math.log(ratio), np.inf), np.inf))
-
-
-def _fraction_up(value: Fraction) -> float:
-    result = float(value)
-    return result if Fraction(result) >= value else float(np.nextafter(result, np.inf))
-
-
-def _fraction_down(value: Fraction) -> float:
-    result = float(value)
-    return result if Fraction(result) <= value else float(np.nextafter(result, -np.inf))

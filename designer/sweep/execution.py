@@ -223,7 +223,8 @@ def run_sweep(
     if workers < 0:
         raise ValueError(f"--workers must be >= 0, got {workers}")
     store = store if store is not None else ResultStore(out)
-    stored = store.stored_hashes() - (store.failed_hashes() if retry_failed else set())
+    latest = store.latest(["error"])  # one read of the store: every stored cell and whether it failed
+    stored = set(latest["hash"]) - (set(latest.loc[latest["error"].notna(), "hash"]) if retry_failed else set())
     todo = [cell for cell in plan.cells if cell.hash not in stored]
     summary = SweepSummary(total=len(plan.cells), skipped=len(plan.cells) - len(todo))
     version = package_version()

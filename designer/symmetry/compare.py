@@ -35,6 +35,7 @@ import numpy as np
 
 from designer.symmetry.classes import ClassStructure
 from designer.symmetry.orbits import Orbits, orbit_values
+from designer.utility import entropy
 from solvers.hadamard import fwht, next_power_of_two_above
 
 
@@ -203,12 +204,9 @@ def utility_optimized_rappor(structure: ClassStructure, epsilon: float) -> float
         revealing = base + math.log(p_b * c)
         terms += t * np.exp(log_count + revealing) * revealing
     output_entropy = -float(np.sum(terms))
-    noise = s * p_a * (_binary_entropy(a) + (s - 1) * _binary_entropy(b)) + t * p_b * (s * _binary_entropy(b) + _binary_entropy(c))
+    binary_entropy = lambda q: entropy([q, 1 - q])  # noqa: E731 - one line, four uses
+    noise = s * p_a * (binary_entropy(a) + (s - 1) * binary_entropy(b)) + t * p_b * (s * binary_entropy(b) + binary_entropy(c))
     return output_entropy - noise
-
-
-def _binary_entropy(q: float) -> float:
-    return -sum(value * math.log(value) for value in (q, 1 - q) if value > 0)
 
 
 def scaled(structure: ClassStructure, epsilon: float) -> ClassStructure:

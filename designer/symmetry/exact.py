@@ -34,7 +34,7 @@ from fractions import Fraction
 import numpy as np
 
 from designer.cone import exact_ratio, irrational_ratio_note
-from designer.exact import ExactEpsilon, arb_precision, ball_bounds
+from designer.exact import ExactEpsilon, arb_fraction, arb_precision, ball_bounds, float_outward, fmpq_fraction
 from designer.symmetry.certify import StructureCertificate
 from designer.symmetry.classes import ClassStructure
 from designer.symmetry.orbits import Orbits
@@ -135,8 +135,8 @@ def exact_weights(
         members = [int(o) for o in support if orbits.component[o] == component]
         rows = [class_sums(orbits, o, ratios) for o in members]
         s = len(rows)
-        gram = flint.fmpq_mat(s, s, [_fmpq(sum((x * y for x, y in zip(u, v)), Fraction(0))) for u in rows for v in rows])
-        target = flint.fmpq_mat(s, 1, [_fmpq(sum((x * int(n) for x, n in zip(u, structure.sizes)), Fraction(0))) for u in rows])
+        gram = flint.fmpq_mat(s, s, [fmpq_fraction(sum((x * y for x, y in zip(u, v)), Fraction(0))) for u in rows for v in rows])
+        target = flint.fmpq_mat(s, 1, [fmpq_fraction(sum((x * int(n) for x, n in zip(u, structure.sizes)), Fraction(0))) for u in rows])
         theta = [Fraction(int(value.p), int(value.q)) for value in gram.solve(target).entries()]
         classes = np.flatnonzero(np.any([[value != 0 for value in row] for row in rows], axis=0))
         totals = [sum((theta[i] * rows[i][a] for i in range(s)), Fraction(0)) for a in classes]
@@ -207,17 +207,17 @@ def information_bracket(solution: ExactSupport, duals: np.ndarray) -> Optimality
     with arb_precision(BRACKET_BITS):
         prior = [Fraction(float(p)) for p in structure.prior]
         total = sum((int(n) * p for n, p in zip(structure.sizes, prior)), Fraction(0))
-        prior = [_arb(p / total) for p in prior]
-        chosen = [_arb(ratio) for ratio in ratios]
+        prior = [arb_fraction(p / total) for p in prior]
+        chosen = [arb_fraction(ratio) for ratio in ratios]
         true = []
         for a in range(structure.r):
             level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
             true.append(flint.arb(1) if level is None else _true_ratio(level))
         lower = flint.arb(0)
         for o, theta in weights.items():
-            lower += _arb(theta) * _information(orbits, o, chosen, prior)[0]
+            lower += arb_fraction(theta) * _information(orbits, o, chosen, prior)[0]
         y = [Fraction(float(value)) for value in duals]
-        dual = [_arb(value) for value in y]
+        dual = [arb_fraction(value) for value in y]
         delta = Fraction(0)
         for o in range(orbits.count):
             value, sums = _information(orbits, o, true, prior)
@@ -225,7 +225,7 @@ def information_bracket(solution: ExactSupport, duals: np.ndarray) -> Optimality
             delta = max(delta, ball_bounds(excess)[1])
         upper = sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0))
         low, _ = ball_bounds(lower)
-    return OptimalityBracket(_round(low, -math.inf), _round(upper, math.inf), float(delta))
+    return OptimalityBracket(float_outward(low, -math.inf), float_outward(upper, math.inf), float(delta))
 
 
 def _information(orbits: Orbits, o: int, ratios, prior):
@@ -243,25 +243,5 @@ def _true_ratio(level):
     import flint
 
     if level.exp_value is not None:
-        return _arb(level.exp_value)
-    return _arb(level.value).exp() if level.value != 0 else flint.arb(1)
-
-
-def _round(value: Fraction, direction: float) -> float:
-    """The float next to ``value`` on the side of ``direction`` (outward rounding)."""
-    nearest = float(value)
-    if (direction < 0 and Fraction(nearest) > value) or (direction > 0 and Fraction(nearest) < value):
-        return math.nextafter(nearest, direction)
-    return nearest
-
-
-def _arb(value: Fraction):
-    import flint
-
-    return flint.arb(flint.fmpq(value.numerator, value.denominator))
-
-
-def _fmpq(value: Fraction):
-    import flint
-
-    return flint.fmpq(value.numerator, value.denominator)
+        return arb_fraction(level.exp_value)
+    return arb_fraction(level.value).exp() if level.value != 0 else flint.arb(1)
