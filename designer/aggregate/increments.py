@@ -22,18 +22,18 @@ The counts are tied to what they counted: the report column, the ``--by`` column
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from designer.io.text import file_sha256
+
 #: Key of the counts' description in the Parquet metadata.
 METADATA_KEY = b"ldp-designer-counts"
 #: Version of the counts file layout.
 FORMAT = 1
-_HASH_CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -51,16 +51,7 @@ def file_entry(path: str) -> dict:
     """The manifest entry of a local file: absolute path, size, mtime (ns), SHA-256."""
     status = os.stat(path)
     return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns,
-            "sha256": file_hash(path)}
-
-
-def file_hash(path: str) -> str:
-    """SHA-256 of a file's bytes (hex)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_HASH_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
+            "sha256": file_sha256(path)}
 
 
 def new_files(files, counted: dict[str, dict]) -> list[str]:
@@ -81,7 +72,7 @@ def new_files(files, counted: dict[str, dict]) -> list[str]:
         status = os.stat(path)
         if (status.st_size, status.st_mtime_ns) == (before["size"], before["mtime_ns"]):
             continue
-        if file_hash(path) != before["sha256"]:
+        if file_sha256(path) != before["sha256"]:
             raise ValueError(f"--counts: {absolute} changed since it was counted (size {before['size']} -> "
                              f"{status.st_size} bytes, new SHA-256); its old reports are in the saved counts and "
                              "cannot be removed: recount every file without --counts")

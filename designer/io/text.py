@@ -5,6 +5,7 @@ Every failure is an :class:`InputError` whose message is one line naming the fil
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ MAX_INPUT_BYTES = 1 << 30
 #: The UTF-8 byte-order mark some spreadsheets write at the start of a CSV file.
 UTF8_BOM = b"\xef\xbb\xbf"
 _PROBE_BYTES = 1 << 16
+_HASH_BLOCK = 1 << 20
 
 
 class InputError(ValueError):
@@ -57,6 +59,21 @@ def read_bytes(path: str | Path, what: str) -> bytes:
     if b"\x00" in data:
         raise InputError(f"{path}: the {what} file is binary, not CSV text (it contains NUL bytes)")
     return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB blocks.
+
+    Raises :class:`InputError` naming the file when it cannot be read.
+    """
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(_HASH_BLOCK):
+                digest.update(block)
+    except OSError as error:
+        raise InputError(f"cannot read {path} ({error.strerror or error})") from None
+    return digest.hexdigest()
 
 
 def decode(data: bytes, path: str | Path, what: str) -> str:

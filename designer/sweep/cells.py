@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.io.text import file_sha256
+
 TASKS = ("design", "robust-design", "certify", "simulate")
 FAMILIES = ("ldp", "high-low", "block", "metric-line", "file")
 MECHANISMS = ("grr", "hr", "block-hr", "high-low-hr")
@@ -145,7 +147,7 @@ def _family(entry: dict, base: Path) -> dict:
     if family == "file":
         path = (base / entry["path"]) if not Path(entry["path"]).is_absolute() else Path(entry["path"])
         inputs["path"] = str(path)
-        inputs["sha256"] = _file_hash(path)
+        inputs["sha256"] = file_sha256(path)
         inputs["k"] = privacy_matrix({**inputs, "epsilon": 1.0}).k
     else:
         _check_k(family, entry)
@@ -162,13 +164,6 @@ def _check_k(family: str, entry: dict) -> None:
         raise ValueError(f"family {family}: {'blocks' if family == 'block' else 'k'} must be whole numbers")
     if sum(sizes) > MAX_K:
         raise ValueError(f"family {family}: k = {sum(sizes):,} symbols; at most {MAX_K:,} are allowed")
-
-
-def _file_hash(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as error:
-        raise ValueError(f"cannot read {path} ({error.strerror or error})") from None
 
 
 def _section(options, name: str, allowed: set[str]) -> dict:
@@ -197,7 +192,7 @@ def _certify_options(options, family: dict, base: Path):
     found = []
     for name in channels:
         path = base / name if not Path(name).is_absolute() else Path(name)
-        found.append({"channel": str(path), "channel_sha256": _file_hash(path)})
+        found.append({"channel": str(path), "channel_sha256": file_sha256(path)})
     return found
 
 
