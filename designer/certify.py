@@ -84,8 +84,13 @@ class Violation:
         """The level for messages: its float, or for a level beyond the double range
         (whose float is only a stand-in, :data:`~designer.exact.LARGEST_LEVEL`) its exact value."""
         if self.level is not None and self.level.beyond_double:
-            return describe_fraction(self.level.value, LEVEL_DIGITS)
+            return self.level.describe(LEVEL_DIGITS)
         return f"{self.allowed:.6g}"
+
+    def describe(self, bound: str = "E", digits: int = 6) -> str:
+        """The broken constraint for a one-line message: pair, witness, log-ratio and the level it exceeds."""
+        return (f"x={self.x}, x'={self.x_prime}, witness y={self.y}: log-ratio {self.log_ratio:.{digits}g} "
+                f"> {bound} = {self.level_text}")
 
     def to_dict(self) -> dict:
         payload = {

@@ -315,11 +315,15 @@ class ExactEpsilon:
         return False
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, max_digits: int | None = None) -> str:
+        """``inf``, ``log(r)`` or the rational, with :func:`describe_fraction`'s ``max_digits``."""
         if self.infinite:
             return "inf"
         if self.exp_value is not None:
-            return f"log({describe_fraction(self.exp_value)})"
-        return describe_fraction(self.value)
+            return f"log({describe_fraction(self.exp_value, max_digits)})"
+        return describe_fraction(self.value, max_digits)
 
     def allows(self, numerator: Fraction, denominator: Fraction) -> bool:
         """Decide ``numerator <= exp(self) * denominator`` exactly (both >= 0)."""

@@ -341,3 +341,12 @@ def test_signed_packages_match_the_schema(signed, keys):
     bad = json.loads(signed.read_text())
     bad["inputs"][0] = "x" * 1001
     assert not validator.is_valid(bad)
+
+
+def test_policy_message_prints_a_level_beyond_double_exactly(signed):
+    """The identity table breaks a policy level of 1e400 (beyond the double range, held exactly)."""
+    check = check_policy(weakened(json.loads(signed.read_text())), PrivacyMatrix([["0", "inf"], ["1e400", "0"]]))
+    message = check.failure()
+    assert "E[1, 0] = inf > policy ~1.0000000000000000e+400" in message, message
+    assert "x=1, x'=0, witness y=1: log-ratio inf > policy = ~1.0000000000000000e+400" in message, message
+    assert "1.79769e+308" not in message and len(message) < 300

@@ -327,9 +327,7 @@ def why_violated(verification) -> str:
     failed = getattr(verification, "failed", None)
     if failed is not None:
         return "; ".join(failed)
-    violation = verification.certificate.violations[0]
-    return (f"the table is not E-LDP: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
-            f"log-ratio {violation.log_ratio:.6g} > E = {violation.level_text}")
+    return f"the table is not E-LDP: {verification.certificate.violations[0].describe()}"
 
 
 def _verify_shuffle(document: dict, path: Path) -> None:

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer.certify import Certificate, certify
+from designer.certify import LEVEL_DIGITS, Certificate, certify
 from designer.deploy.sampler import PackageError
 from designer.exact import ExactEpsilon
 from designer.spec import PrivacyMatrix
@@ -61,11 +61,7 @@ class PolicyCheck:
                               for x, x_prime, level, bound in self.weaker)
             parts.append(f"the package's E is weaker than the policy on {self.n_weaker} pair(s): {shown}")
         if self.certificate is not None and not self.certificate.certified:
-            violation = self.certificate.violations[0]
-            parts.append(
-                f"the table breaks the policy: x={violation.x}, x'={violation.x_prime}, witness y={violation.y}, "
-                f"log-ratio {violation.log_ratio:.6g} > policy {violation.allowed:.6g}"
-            )
+            parts.append(f"the table breaks the policy: {self.certificate.violations[0].describe('policy')}")
         return "; ".join(parts)
 
     def to_dict(self) -> dict:
@@ -122,7 +118,7 @@ def weaker_pairs(levels: np.ndarray, exact_levels, policy: PrivacyMatrix) -> tup
             if level_exceeds(level, limit):
                 count += 1
                 if len(shown) < SHOWN_PAIRS:
-                    shown.append((x, x_prime, str(level), str(limit)))
+                    shown.append((x, x_prime, level.describe(LEVEL_DIGITS), limit.describe(LEVEL_DIGITS)))
     return shown, count
 
 

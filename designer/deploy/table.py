@@ -532,8 +532,7 @@ def _refuse_if_violated(channel: Channel, privacy: PrivacyMatrix) -> np.ndarray:
         violation = certificate.violations[0]
         raise TableRefused(
             f"the channel is not E-LDP (beyond the tolerance {CHANNEL_TOLERANCE:g} in log space), so no table of it "
-            f"is: pair x={violation.x}, x'={violation.x_prime}, witness y={violation.y}: log-ratio "
-            f"{violation.log_ratio:.10g} > E = {violation.level_text} (excess {violation.log_ratio - violation.allowed:.3g})"
+            f"is: pair {violation.describe(digits=10)} (excess {violation.log_ratio - violation.allowed:.3g})"
         )
     return certificate.tight_epsilon
 

@@ -110,11 +110,7 @@ class ChannelMechanism(Mechanism):
         self.name = name or f"channel {channel.k}x{channel.n_outputs}"
         certificate = self.certify()
         if not certificate.certified:
-            first = certificate.violations[0]
-            raise ValueError(
-                f"the channel is not E-LDP: pair ({first.x}, {first.x_prime}) has log-ratio "
-                f"{first.log_ratio:.6g} > E = {first.allowed:.6g} at output {first.y}"
-            )
+            raise ValueError(f"the channel is not E-LDP: {certificate.violations[0].describe()}")
 
     def _build_privacy(self) -> PrivacyMatrix:
         return self._privacy
