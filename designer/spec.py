@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -210,8 +211,14 @@ class PrivacyMatrix:
         if bad.size:
             x, y = bad[0]
             raise ValueError(f"distance row {x}, column {y}: value {float(distance[x, y])!r} is negative or NaN")
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             values = np.where(distance == 0, 0.0, float(epsilon) * distance)
+        overflow = np.isinf(values) & np.isfinite(distance)
+        if overflow.any():  # a finite level beyond the double range stays a constraint, held exactly
+            values = values.astype(object)
+            for x, y in zip(*np.nonzero(overflow)):
+                level = Fraction(float(epsilon)) * Fraction(float(distance[x, y]))
+                values[x, y] = f"{level.numerator}/{level.denominator}"
         return cls(values, labels, f"metric {epsilon:g}-LDP, k={distance.shape[0]}")
 
     @classmethod

@@ -148,3 +148,16 @@ def test_sum_and_product():
     # (x1, x2) = (0, 0) vs (1, 1): E1[0,1] + E2[0,1]
     assert product.epsilon[0, 3] == 3.0
     assert product.epsilon[3, 0] == 1.5
+
+
+def test_metric_level_beyond_double_stays_an_exact_constraint():
+    """eps * d above the double range is a finite level held exactly, never inf (which would be no constraint)."""
+    from fractions import Fraction
+
+    privacy = PrivacyMatrix.metric([[0, 1e300], [2, 0]], 1e10)
+    level = privacy.exact_epsilon[0, 1]
+    assert not level.infinite and level.beyond_double and level.value == Fraction(1e300) * Fraction(1e10)
+    assert privacy.epsilon[0, 1] == np.finfo(float).max and privacy.epsilon[1, 0] == 2e10
+    # the identity channel (an infinite log-ratio) breaks it; under an inf level it would pass
+    verdict = certify(Channel(np.eye(2)), privacy, exact=True)
+    assert not verdict.certified and {(v.x, v.x_prime) for v in verdict.violations} == {(0, 1), (1, 0)}
