@@ -364,3 +364,15 @@ def test_structured_package_records_its_guarantee_under_the_schema(tmp_path):
     assert document["shuffle"]["population"] == "1000" and float(document["shuffle"]["epsilon"]) < 1.0
     assert VectorisedSampler(document, 1, sha256=document["sha256"]).counts(0, 10).sum() == 10  # clients accept the member
     assert runner.invoke(app, ["verify-package", str(out)]).exit_code == 0
+
+
+def test_bisection_helpers_bracket_and_raise():
+    from solvers.bisection import boundary, first_proved
+
+    low, high = boundary(lambda t: t * t >= 2.0, 0.0, 2.0, 1e-12)
+    assert low * low < 2.0 <= high * high and high - low <= 1e-12 * high
+    # raised until the "rigorous" value (here 1.5 x the float estimate's excess) meets the target
+    assert first_proved(1.0, (0.0, 1e-3, 0.1), lambda t: 3.0 - 2.0 * t, 1.0) == (1.0, 1.0)
+    assert first_proved(1.0, (0.0, 1e-3, 0.1), lambda t: 3.1 - 2.0 * t, 1.0) == (1.1, 3.1 - 2.2)
+    assert first_proved(0.0, (0.0, 0.7), lambda t: 1.0 - t, 0.4) == (0.7, 1.0 - 0.7)
+    assert first_proved(1.0, (0.0, 0.1), lambda t: 5.0, 1.0) is None

@@ -39,6 +39,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from solvers.bisection import boundary, first_proved
+
 #: Relative steps by which the float search result is raised until the full pass proves it.
 PROOF_STEPS = (0.0, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 5e-2)
 #: Compositions evaluated per transform batch.
@@ -92,23 +94,12 @@ def binary_epsilon(delta: float, pair: BinaryPair) -> tuple[float, float]:
     ceiling = abs(math.log(pair.first / pair.second)) if pair.first * pair.second > 0 else 60.0
     ceiling = max(ceiling, abs(math.log((1 - pair.first) / (1 - pair.second)))
                   if (1 - pair.first) * (1 - pair.second) > 0 else 60.0)
-    low, high = 0.0, ceiling
-    if _evaluate(pair, sample, [0.0])[0] <= delta:
-        high = 0.0
-    for _ in range(60):
-        if high - low <= 1e-10 * high:
-            break
-        middle = 0.5 * (low + high)
-        if _evaluate(pair, sample, [middle])[0] <= delta:
-            high = middle
-        else:
-            low = middle
-    for step in PROOF_STEPS:  # a full pass each; the first nearly always proves
-        candidate = high * (1 + step) if high > 0 else step
-        value = binary_delta(candidate, pair)
-        if value <= delta:
-            return candidate, value
-    return math.inf, 1.0
+    high = 0.0
+    if _evaluate(pair, sample, [0.0])[0] > delta:
+        high = boundary(lambda epsilon: _evaluate(pair, sample, [epsilon])[0] <= delta, 0.0, ceiling, 1e-10, 60)[1]
+    # a full pass over every composition per step; the first nearly always proves
+    proved = first_proved(high, PROOF_STEPS, lambda epsilon: binary_delta(epsilon, pair), delta)
+    return (math.inf, 1.0) if proved is None else proved
 
 
 def _sample(pair: BinaryPair) -> tuple[int, ...]:

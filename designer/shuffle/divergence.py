@@ -49,6 +49,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from designer.exact import arb_precision
+from solvers.bisection import boundary, first_proved
+
 #: Most bins of N; the integers of a narrower window are their own bins (no grouping).
 MAX_BINS = 256
 #: Most bins of C for the FFT evaluation (each holds one law f_c).
@@ -121,11 +124,9 @@ def epsilon_of(delta: float, experiment: TwoCountExperiment) -> tuple[float, flo
     high = _search(bound, _checked(delta), experiment.ratio)
     if math.isinf(high):
         return math.inf, 1.0
-    for step in PROOF_STEPS:
-        candidate = high * (1 + step) if high > 0 else step
-        proved = bound.outward(candidate)
-        if proved <= delta:
-            return candidate, proved
+    proved = first_proved(high, PROOF_STEPS, bound.outward, delta)
+    if proved is not None:
+        return proved
     if math.isfinite(experiment.ratio):  # the local guarantee: delta = 0 at log(p)
         return math.log(experiment.ratio), 0.0
     return math.inf, 1.0
@@ -147,18 +148,9 @@ def _search(bound, delta: float, ratio: float) -> float:
     high = math.log(ratio) if math.isfinite(ratio) else 60.0
     if bound.estimate(high) > delta:
         return math.inf
-    low = 0.0
     if bound.estimate(0.0) <= delta * (1 - 1e-9):
         return 0.0
-    for _ in range(64):
-        middle = 0.5 * (low + high)
-        if middle in (low, high) or high - low <= 1e-11 * high:
-            break
-        if bound.estimate(middle) <= delta * (1 - 1e-9):
-            high = middle
-        else:
-            low = middle
-    return high
+    return boundary(lambda epsilon: bound.estimate(epsilon) <= delta * (1 - 1e-9), 0.0, high, 1e-11, 64)[1]
 
 
 # ------------------------------------------------------------------ the bins of C
@@ -233,12 +225,9 @@ def _float_delta(epsilon: float, experiment: TwoCountExperiment, bins: _Bins) ->
 
 def _proved_delta(epsilon: float, experiment: TwoCountExperiment, bins: _Bins) -> float:
     """The upper end of the Arb ball of ``P(C < first) + sum_bins mass * H_left``."""
-    from flint import arb, ctx
-
     ratio = experiment.ratio
-    old = ctx.prec
-    ctx.prec = ARB_BITS
-    try:
+    with arb_precision(ARB_BITS) as flint:
+        arb = flint.arb
         growth = arb(epsilon).exp()
         if math.isfinite(ratio) and growth > arb(ratio):
             return 0.0
@@ -255,8 +244,6 @@ def _proved_delta(epsilon: float, experiment: TwoCountExperiment, bins: _Bins) -
             mass = cdf[index + 1] - cdf[index]
             total += mass * _proved_h(clones, int(guesses[index]), a, growth, ratio)
         return float(total.upper())
-    finally:
-        ctx.prec = old
 
 
 # ------------------------------------------------------------------ w < 1: lazy steps, FFT

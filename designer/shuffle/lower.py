@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.bisection import boundary
+
 #: Largest number of cells of the window of counts.
 MAX_CELLS = 1 << 22
 #: Absolute margin (times 1 + e^eps) taken off the float sum.
@@ -77,16 +79,9 @@ def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin
 
     if not exceeds(0.0):
         return 0.0
-    low, high = 0.0, ceiling
-    if exceeds(high):
-        return high
-    while high - low > 1e-10 * max(high, 1e-300):
-        middle = 0.5 * (low + high)
-        if exceeds(middle):
-            low = middle
-        else:
-            high = middle
-    return low
+    if exceeds(ceiling):
+        return ceiling
+    return boundary(lambda epsilon: not exceeds(epsilon), 0.0, ceiling, 1e-10, 10_000)[0]
 
 
 def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
