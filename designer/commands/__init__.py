@@ -66,8 +66,6 @@ def _named_files(value) -> list:
 
 def check_no_clobbering(command: Callable, arguments: dict) -> None:
     """Refuse a run whose output path names one of its inputs (or another output), before any reading."""
-    from designer.io import check_outputs_spare_inputs
-
     outputs, inputs = [], []
     for name, (option, is_output) in file_parameters(command).items():
         value = arguments.get(name)
@@ -75,7 +73,9 @@ def check_no_clobbering(command: Callable, arguments: dict) -> None:
             outputs += [(option, value)] if isinstance(value, (str, os.PathLike)) else []
         else:
             inputs += [(option, path) for path in _named_files(value)]
-    if outputs:
+    if outputs:  # imported only then: designer.io brings numpy
+        from designer.io import check_outputs_spare_inputs
+
         check_outputs_spare_inputs(outputs, inputs)
 
 
