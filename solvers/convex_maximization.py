@@ -77,6 +77,8 @@ class ConvexMaxResult:
 
 #: Relative margin added to every computed bound (covers the rounding of its floating-point sums).
 ROUNDING = 1e-12
+#: Open nodes keep their LP basis (a warm start for their children) while the heap is smaller than this.
+BASIS_NODES = 100_000
 
 
 class SeparableConvexMax:
@@ -97,20 +99,31 @@ class SeparableConvexMax:
         self._highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self._indices = np.arange(self.dimension, dtype=np.int32)
 
-    def solve(self, cost, lower, upper) -> tuple[float, np.ndarray] | None:
-        """``max cost . q`` over P within the box (None when the box misses P)."""
+    def solve(self, cost, lower, upper, basis=None) -> tuple[float, np.ndarray, object] | None:
+        """A proven bound on ``max cost . q`` over P within the box, the LP's point and its basis (None when the box misses P).
+
+        ``basis`` (one returned earlier, e.g. the parent node's) warm-starts the simplex: a child box
+        differs from its parent in a few bounds (measured at k = 50: 34 simplex iterations per LP
+        instead of 81 from the last solved node's basis).
+        """
         highs = self._highs
         highs.changeColsBounds(self.dimension, self._indices, np.asarray(lower, float), np.asarray(upper, float))
         highs.changeColsCost(self.dimension, self._indices, np.asarray(cost, float))
+        if basis is not None:
+            highs.setBasis(basis)
         highs.run()
         status = highs.getModelStatus()
+        if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible) and basis is not None:
+            highs.clearSolver()  # a failed warm start: solve again from scratch
+            highs.run()
+            status = highs.getModelStatus()
         if status == highspy.HighsModelStatus.kInfeasible:
             return None
         if status != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"bound LP not solved: {highs.modelStatusToString(status)}")
         solution = highs.getSolution()
         q = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
-        return self.dual_bound(cost, lower, upper, np.asarray(solution.row_dual, dtype=float)), q
+        return self.dual_bound(cost, lower, upper, np.asarray(solution.row_dual, dtype=float)), q, highs.getBasis()
 
     def dual_bound(self, cost, lower, upper, row_duals) -> float:
         """A bound on ``max cost . q`` over P within the box that holds whatever the solver's tolerances.
@@ -196,22 +209,24 @@ class SeparableConvexMax:
         def value(q):
             return float(w @ phi(q) + linear @ q)
 
-        def relax(lo, hi):
+        def relax(lo, hi, basis=None):
             box = self.tighten(lo, hi)
             if box is None:
                 return None
             lo, hi = box
             width = np.where(hi > lo, hi - lo, 1.0)
             slope = np.where(hi > lo, (phi(hi) - phi(lo)) / width, 0.0)
-            solved = self.solve(w * slope + linear, lo, hi)
+            solved = self.solve(w * slope + linear, lo, hi, basis)
             if solved is None:
                 return None
-            bound, q = solved
+            bound, q, node_basis = solved
             offset = phi(lo) - slope * lo  # the secant line: offset + slope t (>= phi on [lo, hi])
             rounding = ROUNDING * float(w @ (np.abs(phi(lo)) + np.abs(phi(hi)) + np.abs(slope) * hi))
-            return bound + float(w @ offset) + rounding, q, slope, lo, hi
+            if len(heap) >= BASIS_NODES:
+                node_basis = None  # memory: about 3 kB per stored basis at d = 50
+            return bound + float(w @ offset) + rounding, q, slope, lo, hi, node_basis
 
-        points, nodes = [], 0
+        points, nodes, heap = [], 0, []
         if resume is not None:
             if resume.linear is None or not np.array_equal(resume.linear, linear):
                 raise ValueError("resume needs a previous result for the same linear term")
@@ -231,7 +246,7 @@ class SeparableConvexMax:
                 break
             if time.perf_counter() - start > max_seconds or (max_nodes is not None and nodes >= max_nodes):
                 break
-            _, _, (node_bound, q, slope, lo, hi) = heapq.heappop(heap)
+            _, _, (node_bound, q, slope, lo, hi, node_basis) = heapq.heappop(heap)
             nodes += 1
             current = value(q)
             if current > best:
@@ -246,7 +261,7 @@ class SeparableConvexMax:
             x = int(np.argmax(excess))
             split = (lo[x] + hi[x]) / 2  # bisection: measured tighter than splitting at q[x] or at sqrt(lo hi) (k = 50)
             for new_lo, new_hi in ((lo, np.where(np.arange(lo.size) == x, split, hi)), (np.where(np.arange(lo.size) == x, split, lo), hi)):
-                child = relax(new_lo, new_hi)
+                child = relax(new_lo, new_hi, node_basis)
                 if child is None:
                     continue
                 if child[0] > best + tolerance:
