@@ -20,7 +20,10 @@ because ``sum_j t_j v_j = Q 1 = 1``. Hence ``OPT <= sum(y) + rho_bar`` for every
 upper bound ``rho_bar >= rho(y)``. With ``p . v = 1`` the output mass is 1, so
 ``mu(v) = sum_x p_x v_x log v_x``: the pricing problem is a separable convex
 maximisation over a polytope, bounded by branch and bound over concave envelopes
-(:mod:`solvers.convex_maximization`), whose incumbent points are the new columns.
+(:mod:`solvers.convex_maximization`, every node bound proven by weak duality and rounded outward),
+whose incumbent points are the new columns. A round that adds no column keeps the same duals, so
+the next round resumes the same search tree; ``sum(y) + rho_bar`` is rounded up
+(:func:`lagrangian_bound`).
 At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 0``;
 the bound closes as pricing finds nothing.
 
@@ -70,7 +73,7 @@ RELAXATION_LEVELS = 6
 #: Largest orbit LP solved for the relaxation bound (about a second).
 RELAXATION_ORBITS = 100_000
 #: Share of the time budget given first to the linearisation heuristic of solvers.column_generation
-#: (it stops earlier when a pricing round finds no improving column).
+#: (it stops earlier when a pricing round finds no improving column); the rest goes to the bound.
 HEURISTIC_SHARE = 0.3
 #: Share of the time budget (at most) for column generation over subset columns (designer.gap.closure_columns).
 SUBSET_SHARE = 0.25
