@@ -89,3 +89,57 @@ def test_certified_bounds_bracket_the_enumerated_optimum(k, seed):
     assert result.certified and result.stopped == "gap"
     assert result.lower <= exact + 1e-9 <= result.upper + 2e-9
     assert result.gap <= 1e-4
+
+
+def pricing_case(k: int, seed: int):
+    """The slice of a random E, the classic-seed master's duals and the exact pricing maximum over every vertex."""
+    privacy = random_privacy(k, seed)
+    prior = np.full(k, 1 / k)
+    seed_columns = np.vstack([np.ones((1, k)), classic_columns(privacy)])
+    duals = solve_vertex_lp(seed_columns, column_information(prior, seed_columns.T), np.ones(k)).duals
+    rays = enumerate_cone_rays(cone_rows(privacy)).vertices
+    vertices = rays / (rays @ prior)[:, None]
+    exact = float(np.max(column_information(prior, vertices.T) - vertices @ duals))
+    pricing = SeparableConvexMax(cone_rows(privacy), prior, prior, ratios=np.exp(privacy.closure().epsilon))
+    return pricing, duals, vertices, exact
+
+
+def test_resumed_search_continues_the_tree_and_tightens_the_bound():
+    pricing, duals, _, exact = pricing_case(10, 10)
+    lower, upper = pricing.coordinate_range()
+    kl = F_DIVERGENCES["kl"]
+    first = pricing.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=150)
+    resumed = pricing.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=150, resume=first)
+    restarted = pricing.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=150)
+    whole = pricing.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=300)
+    for result in (first, resumed, restarted, whole):
+        assert result.best <= exact + 1e-12 <= result.upper
+    assert restarted.upper == pytest.approx(first.upper, abs=1e-12)  # a restart forgets the search
+    assert resumed.upper == pytest.approx(whole.upper, abs=1e-9)  # 150 + 150 resumed nodes = 300 nodes
+    assert resumed.upper - exact < 0.8 * (first.upper - exact)
+    with pytest.raises(ValueError, match="same linear term"):
+        pricing.run(-2 * duals, lower, upper, kl, resume=first)
+
+
+def test_lp_bounds_hold_for_every_vertex_and_are_close_to_the_lp_optimum():
+    pricing, _, vertices, _ = pricing_case(8, 8)
+    rng = np.random.default_rng(1)
+    lower, upper = pricing.coordinate_range()
+    assert np.all(vertices >= lower - 1e-15) and np.all(vertices <= upper + 1e-15)  # the box holds the slice
+    for _ in range(20):
+        cost = rng.normal(size=8)
+        bound, point, _ = pricing.solve(cost, lower, upper)
+        assert np.max(vertices @ cost) <= bound <= np.max(vertices @ cost) + 1e-8
+        assert cost @ point <= bound
+
+
+def test_lagrangian_bound_is_rounded_up():
+    from fractions import Fraction
+
+    from designer.gap.column_generation import lagrangian_bound
+
+    duals = np.random.default_rng(3).normal(size=200) / 7
+    bound = lagrangian_bound(duals, 0.1)
+    exact = sum(Fraction(y) for y in duals) + Fraction(0.1)
+    assert Fraction(bound) >= exact and bound - float(exact) < 1e-15
+    assert lagrangian_bound(duals, -1.0) >= float(sum(Fraction(y) for y in duals))

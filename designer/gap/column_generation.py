@@ -20,7 +20,10 @@ because ``sum_j t_j v_j = Q 1 = 1``. Hence ``OPT <= sum(y) + rho_bar`` for every
 upper bound ``rho_bar >= rho(y)``. With ``p . v = 1`` the output mass is 1, so
 ``mu(v) = sum_x p_x v_x log v_x``: the pricing problem is a separable convex
 maximisation over a polytope, bounded by branch and bound over concave envelopes
-(:mod:`solvers.convex_maximization`), whose incumbent points are the new columns.
+(:mod:`solvers.convex_maximization`, every node bound proven by weak duality and rounded outward),
+whose incumbent points are the new columns. A round that adds no column keeps the same duals, so
+the next round resumes the same search tree; ``sum(y) + rho_bar`` is rounded up
+(:func:`lagrangian_bound`).
 At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 0``;
 the bound closes as pricing finds nothing.
 
@@ -70,8 +73,8 @@ RELAXATION_LEVELS = 6
 #: Largest orbit LP solved for the relaxation bound (about a second).
 RELAXATION_ORBITS = 100_000
 #: Share of the time budget given first to the linearisation heuristic of solvers.column_generation
-#: (it stops earlier when a pricing round finds no improving column).
-HEURISTIC_SHARE = 0.5
+#: (it stops earlier when a pricing round finds no improving column); the rest goes to the bound.
+HEURISTIC_SHARE = 0.3
 #: Share of the time budget (at most) for column generation over subset columns (designer.gap.closure_columns).
 SUBSET_SHARE = 0.25
 #: Midpoints of this many random pairs of basic columns start the heuristic's ascents per round
@@ -174,16 +177,19 @@ def design_with_gap(
     upper, rounds, nodes, budget = relaxed, 0, 0, ROUND_SECONDS
     history = []
     stopped = "time"
+    master, result = None, None
     while True:
         rounds += 1
-        master = solve_vertex_lp(columns, values, np.ones(k))
+        if master is None:
+            master = solve_vertex_lp(columns, values, np.ones(k))
+            result = None  # new duals: the search starts again from the root box
         remaining = max_seconds - (time.perf_counter() - start)
         result = pricing.run(
             -master.duals, lower_box, upper_box, F_DIVERGENCES["kl"], tolerance=max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
-            max_seconds=max(min(budget, remaining), 0.05), keep_points=REDUCED_COST_TOLERANCE,
+            max_seconds=max(min(budget, remaining), 0.05), keep_points=REDUCED_COST_TOLERANCE, resume=result,
         )
         nodes += result.nodes
-        upper = min(upper, float(master.duals.sum()) + max(result.upper, 0.0))
+        upper = min(upper, lagrangian_bound(master.duals, result.upper))
         lower = master.objective
         history.append({"round": rounds, "master": lower, "upper": upper, "columns": int(columns.shape[0])})
         if progress is not None:
@@ -196,10 +202,11 @@ def design_with_gap(
         new = [q / q.sum() for q in result.points]
         budget *= 2  # the bound needs ever longer searches as the master's duals settle
         if not new:
-            continue
+            continue  # same duals: the next round resumes this search
         new = np.unique(np.round(np.vstack(new), 14), axis=0)
         columns = np.vstack([columns, new])
         values = np.concatenate([values, column_information(prior, new.T)])
+        master = None
     weights = master.weights
     keep = weights > 0
     matrix = merge_proportional_columns((columns[keep] * weights[keep, None]).T)
@@ -220,6 +227,16 @@ def design_with_gap(
         relaxation_bound=relaxed,
         history=history,
     )
+
+
+def lagrangian_bound(duals: np.ndarray, pricing_bound: float) -> float:
+    """``sum(y) + max(rho_bar, 0)`` rounded upward (module docstring): a proven bound in floating point.
+
+    ``math.fsum`` is correctly rounded (error <= half an ulp) and so is the addition, so two steps
+    up (:func:`math.nextafter`) cover both roundings.
+    """
+    total = math.fsum(duals) + max(pricing_bound, 0.0)
+    return math.nextafter(math.nextafter(total, math.inf), math.inf)
 
 
 def closure_column_generation(privacy: PrivacyMatrix, prior: np.ndarray, columns: np.ndarray, deadline: float,
