@@ -264,12 +264,17 @@ def closure_column_generation(privacy: PrivacyMatrix, prior: np.ndarray, columns
 
 
 def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> float:
-    """``OPT(E')`` for the row-constant relaxation E' >= E* of the module docstring (inf if none applies).
+    """An upper bound on ``OPT(E')`` for the row-constant relaxation E' >= E* of the module docstring (inf if none).
+
+    The orbit LP's float duals are made feasible and evaluated in Arb
+    (:func:`designer.symmetry.exact.information_upper_bound`), so the bound is proven, not the LP's float value.
 
     Row maxima of E* are rounded up to the finest grid of at most :data:`RELAXATION_LEVELS` levels
     whose classes (equal level and equal prior) keep the orbit LP within its orbit limit.
     """
     from designer.symmetry import ClassStructure, SymmetryLostError, design_symmetric
+    from designer.symmetry.exact import information_upper_bound
+    from designer.symmetry.orbits import enumerate_orbits, row_levels
 
     k = privacy.k
     closure = privacy.closure().epsilon.copy()
@@ -294,9 +299,12 @@ def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> flo
             np.array([prior[group[0]] for group in groups]), members=groups, name=f"relaxation of {privacy.name}",
         )
         try:
-            return design_symmetric(structure, materialise=False).objective
+            design = design_symmetric(structure, materialise=False)
         except SymmetryLostError:
             continue
+        epsilon, components = row_levels(structure)
+        return information_upper_bound(structure, components, epsilon, enumerate_orbits(structure, epsilon, components),
+                                       design.duals)
     return np.inf
 
 

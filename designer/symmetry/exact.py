@@ -205,27 +205,52 @@ def information_bracket(solution: ExactSupport, duals: np.ndarray) -> Optimality
     weights = solution.weights
 
     with arb_precision(BRACKET_BITS):
-        prior = [Fraction(float(p)) for p in structure.prior]
-        total = sum((int(n) * p for n, p in zip(structure.sizes, prior)), Fraction(0))
-        prior = [arb_fraction(p / total) for p in prior]
+        prior = _arb_prior(structure)
         chosen = [arb_fraction(ratio) for ratio in ratios]
-        true = []
-        for a in range(structure.r):
-            level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
-            true.append(flint.arb(1) if level is None else _true_ratio(level))
         lower = flint.arb(0)
         for o, theta in weights.items():
             lower += arb_fraction(theta) * _information(orbits, o, chosen, prior)[0]
-        y = [Fraction(float(value)) for value in duals]
-        dual = [arb_fraction(value) for value in y]
-        delta = Fraction(0)
-        for o in range(orbits.count):
-            value, sums = _information(orbits, o, true, prior)
-            excess = (value - sum((dual[a] * part for a, part in sums.items()), flint.arb(0))) / sum(sums.values(), flint.arb(0))
-            delta = max(delta, ball_bounds(excess)[1])
-        upper = sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0))
+        upper, delta = _dual_bound(structure, components, epsilon, orbits, duals, prior)
         low, _ = ball_bounds(lower)
     return OptimalityBracket(float_outward(low, -math.inf), float_outward(upper, math.inf), float(delta))
+
+
+def information_upper_bound(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray,
+                            orbits: Orbits, duals: np.ndarray) -> float:
+    """A rigorous upper bound on the optimal mutual information from any per-class duals ``y``.
+
+    Weak duality of the orbit LP (module docstring): with ``delta = max_o (mu(v_o) - y . s(v_o)) / sum_a s_a(v_o)``
+    over every orbit, evaluated in Arb at the true ratios ``e^{eps_a}``, ``y + delta`` is dual feasible, so
+    ``OPT <= sum_a n_a (y_a + delta)`` (rounded up to a float).
+    """
+    with arb_precision(BRACKET_BITS):
+        upper, _ = _dual_bound(structure, components, epsilon, orbits, duals, _arb_prior(structure))
+    return float_outward(upper, math.inf)
+
+
+def _arb_prior(structure: ClassStructure) -> list:
+    """The per-class prior (each member's probability) as Arb balls, normalised exactly."""
+    prior = [Fraction(float(p)) for p in structure.prior]
+    total = sum((int(n) * p for n, p in zip(structure.sizes, prior)), Fraction(0))
+    return [arb_fraction(p / total) for p in prior]
+
+
+def _dual_bound(structure, components, epsilon, orbits, duals, prior) -> tuple[Fraction, Fraction]:
+    """``(sum_a n_a (y_a + delta), delta)`` of :func:`information_upper_bound`, as exact rationals."""
+    import flint
+
+    true = []
+    for a in range(structure.r):
+        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
+        true.append(flint.arb(1) if level is None else _true_ratio(level))
+    y = [Fraction(float(value)) for value in duals]
+    dual = [arb_fraction(value) for value in y]
+    delta = Fraction(0)
+    for o in range(orbits.count):
+        value, sums = _information(orbits, o, true, prior)
+        excess = (value - sum((dual[a] * part for a, part in sums.items()), flint.arb(0))) / sum(sums.values(), flint.arb(0))
+        delta = max(delta, ball_bounds(excess)[1])
+    return sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0)), delta
 
 
 def _information(orbits: Orbits, o: int, ratios, prior):
