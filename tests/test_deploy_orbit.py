@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 import json
 import math
+import subprocess
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +28,10 @@ from designer.deploy.sampler import OrbitSampler, PackageError, PackageTampered,
 from designer.deploy.structured import verify_structured_package
 from designer.deploy.vectorised import VectorisedSampler
 from designer.symmetry import ClassStructure, design_symmetric
-from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value
+from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, run_page_in_chromium
+
+CLIENT = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "js" / "ldp-client.mjs"
+DRIVER = Path(__file__).resolve().parent / "js" / "sample_counts.mjs"
 
 runner = CliRunner()
 
@@ -168,18 +173,27 @@ def test_samplers_realise_the_channel(name):
         assert vectorised.support_size(x) == sum(1 for value in row if value)
 
 
-def test_orbits_with_mixed_classes_sample_their_cyclic_columns():
-    """A forged-free package whose orbit mixes two classes of coprime sizes (T = lcm = 12)."""
-    document = built("ldp6")
-    edited = copy.deepcopy(document)
+def mixed_package() -> dict:
+    """Orbits mixing classes of sizes 3 and 4 (T = lcm = 12), and a unit orbit of class 1 (zero members).
+
+    Not E-LDP (class 1's own outputs are zero for class 0): a sampling fixture only.
+    """
+    edited = copy.deepcopy(built("ldp6"))
     edited["classes"] = [[["0", "2"]], [["3", "6"]]]
     edited["class_E"] = [["1", "1"], ["1", "1"]]
     edited["orbits"] = [{"columns": "12", "high": ["1", "2"], "low": ["2", "2"],
-                         "cells_high": [str(1 << 30), str(1 << 31)], "cells_low": [str(3 << 30), str(1 << 31)]}]
+                         "cells_high": [str(1 << 30), str(1 << 31)], "cells_low": [str(3 << 30), str(1 << 30)]},
+                        {"columns": "4", "high": ["0", "0"], "low": ["0", "1"],
+                         "cells_high": ["0", "0"], "cells_low": ["0", str(1 << 30)]}]
     edited["certificate"] = dict(edited["certificate"], proof=list(prove_orbit(check_orbit_structure(edited)).proof))
     edited["sha256"] = package_digest(edited)
+    return edited
+
+
+def test_orbits_with_mixed_classes_sample_their_cyclic_columns():
+    edited = mixed_package()
     channel = orbit_channel(edited)
-    assert channel.shape == (7, 12)
+    assert channel.shape == (7, 16)
     vectorised = VectorisedSampler(edited, seed=3, allow_unauthenticated=True)
     stdlib = OrbitSampler(edited, allow_unauthenticated=True)
     for x in range(7):
@@ -264,3 +278,75 @@ def test_policy_binding_and_signature(tmp_path):
     assert ok.exit_code == 0, ok.output
     weaker = runner.invoke(app, ["verify-package", str(package), "--E", str(stricter)])
     assert weaker.exit_code == 1 and "does not meet the policy" in weaker.output
+
+
+def node_counts(path: Path, x: int, n: int) -> dict:
+    result = subprocess.run(["node", str(DRIVER), str(CLIENT), str(path), str(x), str(n)],
+                            capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("document", [mixed_package(), built("block3-4")], ids=["mixed", "block"])
+def test_node_client_realises_the_channel(tmp_path, document):
+    path = tmp_path / "orbit.json"
+    path.write_text(json.dumps(document))
+    channel = orbit_channel(document)
+    for x in (0, 4):
+        answer = node_counts(path, x, 200_000)
+        assert answer.get("error") is None, answer
+        assert answer["digest"] == document["sha256"]
+        row, total = integer_row(channel[x])
+        assert chi_square_p_value(answer["counts"], row, total) > P_VALUE_FLOOR
+
+
+def test_node_client_rejects_tampered_and_malformed(tmp_path):
+    document = mixed_package()
+    tampered = copy.deepcopy(document)
+    tampered["orbits"][0]["cells_high"][0], tampered["orbits"][0]["cells_low"][0] = str(2 << 30), str(2 << 30)
+    malformed = copy.deepcopy(document)
+    malformed["orbits"][0]["cells_high"][0] = "1"
+    malformed["sha256"] = package_digest(malformed)
+    uncovered = copy.deepcopy(document)
+    uncovered["classes"][1] = [["4", "6"]]
+    uncovered["sha256"] = package_digest(uncovered)
+    path = tmp_path / "bad.json"
+    for bad, error, words in [(tampered, "PackageTampered", "SHA-256"), (malformed, "PackageError", "sum to"),
+                              (uncovered, "PackageError", "symbol 3 is in no class")]:
+        path.write_text(json.dumps(bad))
+        answer = node_counts(path, 0, 0)
+        assert answer["error"] == error and words in answer["message"], answer
+
+
+BROWSER_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>ldp-client orbit test</title></head>
+<body><pre id="result">pending</pre>
+<script type="module">
+import { loadPackage } from "./ldp-client.mjs";
+const out = {};
+try {
+  const mechanism = await loadPackage(await (await fetch("orbit.json")).text(), { allowUnauthenticated: true });
+  out.kind = mechanism.kind;
+  out.counts = {};
+  for (const x of [1, 5]) out.counts[x] = mechanism.counts(x, %(draws)d);
+} catch (error) { out.error = error.constructor.name + ": " + error.message; }
+try { await loadPackage(await (await fetch("tampered.json")).text(), { allowUnauthenticated: true }); out.tampered = "accepted"; }
+catch (error) { out.tampered = error.constructor.name; }
+document.getElementById("result").textContent = JSON.stringify(out);
+</script></body></html>
+"""
+
+
+def test_headless_chromium_loads_and_samples_orbit(tmp_path):
+    import shutil
+
+    document = mixed_package()
+    shutil.copy(CLIENT, tmp_path / "ldp-client.mjs")
+    (tmp_path / "orbit.json").write_text(json.dumps(document))
+    (tmp_path / "tampered.json").write_text(json.dumps(dict(document, class_E=[["inf", "inf"], ["inf", "inf"]])))
+    (tmp_path / "index.html").write_text(BROWSER_PAGE % {"draws": 200_000})
+    out = run_page_in_chromium(tmp_path)
+    assert out.get("error") is None and out["kind"] == "orbit" and out["tampered"] == "PackageTampered"
+    channel = orbit_channel(document)
+    for x in ("1", "5"):
+        row, total = integer_row(channel[int(x)])
+        assert chi_square_p_value(out["counts"][x], row, total) > P_VALUE_FLOOR
