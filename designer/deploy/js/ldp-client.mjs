@@ -397,6 +397,18 @@ function hadamardHalf(row, column, inside) {
   return ((parity & 1) === 0) !== inside ? column ^ (row & -row) : column;
 }
 
+/** The index of the last entry <= x in an increasing array whose first entry is <= x (binary search). */
+function lastAtMost(starts, x) {
+  let low = 0;
+  let high = starts.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >>> 1;
+    if (starts[middle] <= x) low = middle;
+    else high = middle - 1;
+  }
+  return low;
+}
+
 /** Counts of n reports for input x over nOutputs outputs (any mechanism with sample); refused (RangeError with the
  *  memory estimate) beyond MAX_COUNTED_OUTPUTS outputs: draw with sample() and count the outputs drawn instead. */
 function tally(mechanism, x, n) {
@@ -442,17 +454,11 @@ export class HadamardMechanism {
   /** One report (global output index) for symbol x. */
   sample(x) {
     if (!Number.isInteger(x) || x < 0 || x >= this.k) throw new RangeError(`input index must be in 0..${this.k - 1}`);
-    let low = 0;
-    let high = this.starts.length - 1;
-    while (low < high) {
-      const middle = (low + high + 1) >>> 1;
-      if (this.starts[middle] <= x) low = middle;
-      else high = middle - 1;
-    }
-    const row = x - this.starts[low] + 1;
-    const log = this.logSizes[low];
+    const block = lastAtMost(this.starts, x);
+    const row = x - this.starts[block] + 1;
+    const log = this.logSizes[block];
     const column = this._random.word() >>> (32 - log);
-    return this.offsets[low] + hadamardHalf(row, column, below(this._random.uniform(this.bits), this._coin));
+    return this.offsets[block] + hadamardHalf(row, column, below(this._random.uniform(this.bits), this._coin));
   }
 
   /** How often each output index is reported in n draws for symbol x. */
@@ -521,6 +527,7 @@ export class OrbitMechanism {
     this.bits = document.bits;
     this.sha256 = document.sha256;
     this.ranges = ranges;
+    this.starts = ranges.map((range) => range[0]);
     this.sizes = sizes;
     this.columns = columns;
     this.high = high;
@@ -540,14 +547,7 @@ export class OrbitMechanism {
   /** One report (output index) for symbol x. */
   sample(x) {
     if (!Number.isInteger(x) || x < 0 || x >= this.k) throw new RangeError(`input index must be in 0..${this.k - 1}`);
-    let lowIndex = 0;
-    let highIndex = this.ranges.length - 1;
-    while (lowIndex < highIndex) {
-      const middle = (lowIndex + highIndex + 1) >>> 1;
-      if (this.ranges[middle][0] <= x) lowIndex = middle;
-      else highIndex = middle - 1;
-    }
-    const [first, , a, start] = this.ranges[lowIndex];
+    const [first, , a, start] = this.ranges[lastAtMost(this.starts, x)];
     const rank = start + x - first;
     const u = this._random.uniform(this.bits);
     const thresholds = this._cells[a];
