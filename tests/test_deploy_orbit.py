@@ -238,7 +238,8 @@ def test_cli_packages_verifies_and_samples_at_k_43750(tmp_path, family):
     Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
     loss = text_number(document["utility"]["relative_utility_loss"])
     assert 0 <= loss < 1e-4
-    assert text_number(document["utility"]["mutual_information_design"]) == pytest.approx(summary["objective"], rel=1e-9)
+    design_information = text_number(document["utility"]["mutual_information_design"])
+    assert design_information == pytest.approx(summary["objective"], rel=1e-9)
     verified = runner.invoke(app, ["verify-package", str(package), "--json"])
     assert verified.exit_code == 0 and json.loads(verified.stdout)["verdict"] == "certified"
     sampled = runner.invoke(app, ["sample-package", str(package), "--input", "43749", "--n", "2000", "--seed", "1",
@@ -268,8 +269,8 @@ def test_policy_binding_and_signature(tmp_path):
     key = tmp_path / "key"
     assert runner.invoke(app, ["keygen", "--out", str(key)]).exit_code == 0
     package = tmp_path / "p.json"
-    result = runner.invoke(app, ["design", "--family", "ldp", "--k", "5", "--eps", "1", "--out", str(tmp_path / "d.csv"),
-                                 "--package", str(package), "--sign", str(key)])
+    result = runner.invoke(app, ["design", "--family", "ldp", "--k", "5", "--eps", "1", "--out",
+                                 str(tmp_path / "d.csv"), "--package", str(package), "--sign", str(key)])
     assert result.exit_code == 0, result.output
     policy = tmp_path / "policy.csv"
     policy.write_text("\n".join(",".join("0" if i == j else "1" for j in range(5)) for i in range(5)) + "\n")

@@ -266,7 +266,8 @@ def _fractions(structure: OrbitStructure, values: bool = False) -> tuple[list, l
         row_high, row_low = [], []
         for a, n in enumerate(structure.sizes):
             j, l = structure.high[o][a], structure.low[o][a]
-            mass_high, mass_low = Fraction(structure.cells_high[o][a], total), Fraction(structure.cells_low[o][a], total)
+            mass_high = Fraction(structure.cells_high[o][a], total)
+            mass_low = Fraction(structure.cells_low[o][a], total)
             if values:
                 mass_high = mass_high * n / (period * j) if j else Fraction(0)
                 mass_low = mass_low * n / (period * l) if l else Fraction(0)

@@ -41,7 +41,13 @@ def package_pairs(document: dict) -> tuple[list[PairClass], str]:
         A malformed package; :class:`PackageTampered` a hash or proof mismatch.
     """
     from designer.deploy.package import verify_package
-    from designer.deploy.sampler import PackageError, PackageTampered, check_common, check_hadamard_structure, check_high_low_structure
+    from designer.deploy.sampler import (
+        PackageError,
+        PackageTampered,
+        check_common,
+        check_hadamard_structure,
+        check_high_low_structure,
+    )
     from designer.deploy.structured import verify_structured_package
 
     kind = check_common(document)
