@@ -290,6 +290,39 @@ def test_utility_optimized_rappor_is_exactly_e_ldp_at_log_4():
     assert verdict.certified and verdict.margin == 0  # tight: the sensitive bits and the revealing bit use all of eps
 
 
+def uldp_holds(table: np.ndarray, k: int, s: int, level) -> bool:
+    """(X_S, Y_P, eps)-ULDP (Murakami and Kawamoto 2019), decided exactly on a table over all 2^k bit vectors.
+
+    Invertible outputs Y_I (some non-sensitive bit set) must have exactly one input with positive
+    probability, a non-sensitive one; on protected outputs Y_P (no non-sensitive bit set) every pair
+    of inputs must satisfy ``Q(y|x) <= e^eps Q(y|x')``.
+    """
+    for index, bits in enumerate(itertools.product((0, 1), repeat=k)):
+        column = table[:, index]
+        if any(bits[s:]):
+            positive = [x for x in range(k) if column[x] > 0]
+            if column.any() and (len(positive) != 1 or positive[0] < s):
+                return False
+        elif max(column) > level * min(column):
+            return False
+    return True
+
+
+def test_utility_optimized_rappor_parameters_are_the_largest_meeting_uldp():
+    """uRAP's bits at eps = log 4 meet ULDP (the paper's definition, decided exactly), and a larger
+    non-sensitive keep probability, or sensitive bits at more than eps / 2, break it."""
+    from fractions import Fraction
+
+    from designer.symmetry.compare import rappor_bits
+
+    k, s, level = 6, 2, Fraction(4)
+    a, b, c = Fraction(2, 3), Fraction(1, 3), Fraction(1, 2)  # e^(eps/2) = 2: 2/3, 1/3, 1 - 1/2
+    assert rappor_bits(s, math.log(4)) == pytest.approx((float(a), float(b), float(c)), abs=1e-15)
+    assert uldp_holds(rappor_table(k, s, a, b, c), k, s, level)
+    assert not uldp_holds(rappor_table(k, s, a, b, c + Fraction(1, 100)), k, s, level)
+    assert not uldp_holds(rappor_table(k, s, a + Fraction(1, 100), b - Fraction(1, 100), c), k, s, level)
+
+
 def test_cli_compare_table_json_and_plot(tmp_path):
     plot = tmp_path / "cmp.png"
     arguments = ["design", "--family", "high-low", "--k", "43750", "--sensitive", "100", "--eps", "1", "--compare"]

@@ -86,7 +86,8 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     A package is verified first (``designer.deploy.package.verify_package``: structure,
     SHA-256, exact certificate or structural proof): a table package as its channel, a
     ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
-    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised).
+    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised). An ``orbit``
+    package is refused (no closed-form estimator).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -97,6 +98,10 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
 
         if document.get("kind") in STRUCTURED_KINDS:
             return _structured(document, path)
+        if document.get("kind") == "orbit":
+            raise ValueError(f"{path}: an orbit package (symmetric design at class level) has no closed-form "
+                             "estimator: its cyclic columns would have to be inverted per class; estimate with a "
+                             "table package of the same design (design --out at small k, then package)")
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:

@@ -179,7 +179,8 @@ def design_command(
     summary_file: Path = typer.Option(None, "--summary", help="Also write the JSON summary to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON summary on stdout."),
     package: Path = typer.Option(
-        None, "--package", help="Also write a mechanism package (exactly certified 32-bit table, see package)."
+        None, "--package", help="Also write a mechanism package (an exactly certified 32-bit table; for a "
+        "class-structured design, an orbit package at class level).",
     ),
     sign: Path = typer.Option(None, "--sign", help="Sign the --package with this Ed25519 private key (keygen)."),
 ) -> None:
@@ -228,7 +229,7 @@ def design_command(
         structure, note = _structure(privacy, prior, alternative, method, exact)
         if structure is not None:
             comparison = (plot, plot_eps) if compare else None
-            _design_symmetric(structure, utility, note, out, summary_file, as_json, package, comparison, exact)
+            _design_symmetric(structure, utility, note, out, summary_file, as_json, (package, key), comparison, exact)
             return
     if compare:
         fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
@@ -311,12 +312,15 @@ def _design_symmetric(
     structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison,
     exact: bool = False,
 ) -> None:
-    """Run the orbit LP, write the channel CSV (or the class-level design as JSON) and report."""
+    """Run the orbit LP, write the channel CSV (or the class-level design as JSON) and report.
+
+    ``package`` is ``(path or None, signing key or None)``: ``--package`` writes an ``orbit``
+    package of the design (:mod:`designer.deploy.orbit`), at any k.
+    """
     from designer.io import json_writer, matrix_csv_writer, write_files
     from designer.symmetry import design_symmetric
 
-    if package is not None:
-        fail("--package needs a tabulated channel: package the CSV written by --out with `package` when k x m is small")
+    package, key = package
     if comparison is not None and utility != "mutual-information":
         fail("--compare gives mutual information; use --utility mutual-information")
     from designer.symmetry import SymmetryLostError
@@ -341,6 +345,13 @@ def _design_symmetric(
             curves = compare_over_epsilon(result.structure, epsilons)
             plot_comparison(curves, plot, result.structure.name)
             summary["compare_curves"] = curves
+    document = None
+    if package is not None:
+        from designer.deploy.orbit import build_orbit_package
+
+        document = build_orbit_package(result)
+        summary["package"] = {"path": str(package), "kind": "orbit", "sha256": document["sha256"],
+                              "relative_utility_loss": document["utility"]["relative_utility_loss"]}
     if result.channel is not None:
         writes = [(out, matrix_csv_writer(result.channel.exact_matrix if result.exact else result.channel.matrix))]
     else:
@@ -348,6 +359,11 @@ def _design_symmetric(
     if summary_file is not None:
         writes.append((summary_file, json_writer(summary)))
     write_files(writes)
+    if document is not None:
+        from designer.commands.deploy import finish_package
+
+        document = finish_package(document, package, key, (None, None, None))
+        summary["package"]["sha256"] = document["sha256"]
     if as_json:
         print_json(summary)
         return
@@ -357,6 +373,10 @@ def _design_symmetric(
         _print_comparison(console, result.objective, rows)
     what = "channel" if result.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
     console.print(f"  {what} written to {out}", markup=False, emoji=False)
+    if document is not None:
+        console.print(f"  orbit package written to {package} (class level, certified exactly, margin "
+                      f"{document['certificate']['margin']}; relative mutual-information loss "
+                      f"{float(document['utility']['relative_utility_loss']):.3g})", markup=False, emoji=False)
 
 
 def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summary_file, as_json: bool) -> None:

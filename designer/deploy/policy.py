@@ -128,7 +128,8 @@ def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
     The package must already be verified against its own E (its certificate is what makes
     it P-LDP when its E is no weaker). Table packages: the package's E against the policy,
     exactly, and, if some pair is weaker, ``table / 2^bits`` certified against the policy
-    in exact mode. Structured packages: their E
+    in exact mode. Orbit packages: ``class_E[c(x)][c(x')]`` against the policy, exactly.
+    Structured packages: their E
     (block: ``epsilon`` inside a block, ``inf`` across; high-low: ``epsilon`` on the rows
     of sensitive symbols, ``inf`` elsewhere) against the policy, exactly.
 
@@ -145,6 +146,8 @@ def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
         _check_size(privacy.k, policy)
         shown, count = weaker_pairs(privacy.epsilon, privacy.exact_levels, policy)
         return PolicyCheck(tuple(shown), count, certify(table.channel(), policy, exact=True) if count else None)
+    if kind == "orbit":
+        return _orbit_policy(document, policy)
     if kind == "block-hadamard":
         sizes = [int(size) for size in document["block_sizes"]]
         _check_size(sum(sizes), policy)
@@ -163,6 +166,26 @@ def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
 
     def exact_levels(rows: np.ndarray, columns: np.ndarray) -> list[ExactEpsilon]:
         return [level if constrained[x, x_prime] else infinite for x, x_prime in zip(rows.tolist(), columns.tolist())]
+
+    shown, count = weaker_pairs(levels, exact_levels, policy)
+    return PolicyCheck(tuple(shown), count, None)
+
+
+def _orbit_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
+    """An orbit package's class-level E, expanded to symbols, against the policy (exactly)."""
+    from designer.deploy.sampler import check_orbit_structure
+
+    structure = check_orbit_structure(document)
+    _check_size(structure.k, policy)
+    group = np.empty(structure.k, dtype=np.int64)
+    for first, last, a, _ in structure.ranges:
+        group[first : last + 1] = a
+    exact = [[ExactEpsilon.parse(text) for text in row] for row in structure.levels]
+    levels = np.array([[float(level) for level in row] for row in exact])[np.ix_(group, group)]
+    np.fill_diagonal(levels, 0.0)
+
+    def exact_levels(rows: np.ndarray, columns: np.ndarray) -> list[ExactEpsilon]:
+        return [exact[group[x]][group[x_prime]] for x, x_prime in zip(rows.tolist(), columns.tolist())]
 
     shown, count = weaker_pairs(levels, exact_levels, policy)
     return PolicyCheck(tuple(shown), count, None)

@@ -7,7 +7,7 @@ other dependency::
     mechanism = TableSampler.from_file("mech.json")   # checks structure and SHA-256
     report = mechanism.report("yes")                   # an output label
 
-    from sampler import load_sampler, parse_package    # any kind: table, block-hadamard, high-low-hadamard
+    from sampler import load_sampler, parse_package    # any kind: table, block-hadamard, high-low-hadamard, orbit
     mechanism = load_sampler(parse_package(open("hr.json").read()))
     report = mechanism.sample(4)                       # an output index for symbol 4
 
@@ -18,7 +18,10 @@ integer ``u`` in ``[0, 2^b)`` from :func:`secrets.randbits` gives the report
 ``Y = y``, so ``P(Y = y | X = x) = T[x, y] / 2^b``: the channel that was
 certified, bit for bit (no floating point anywhere). The structured kinds
 (:class:`HadamardSampler`, :class:`HighLowHadamardSampler`) compare ``u`` with integer
-coin thresholds and draw uniform columns of power-of-two ranges from raw random bits.
+coin thresholds and draw uniform columns of power-of-two ranges from raw random bits;
+:class:`OrbitSampler` (a symmetric design at class level) compares ``u`` with its class's
+integer cell thresholds and draws uniform integers below a bound with
+:func:`secrets.randbelow` (rejection: exactly uniform).
 
 Canonical form (what the package's ``sha256`` covers): the package object
 without its ``sha256`` member, serialised as JSON with keys sorted, no
@@ -53,6 +56,7 @@ import bisect
 import hashlib
 import json
 import secrets
+from dataclasses import dataclass
 
 FORMAT = "ldp-designer-mechanism"
 SCHEMA_VERSION = 1
@@ -63,6 +67,7 @@ MEMBERS = {
     "table": _COMMON + ("inputs", "outputs", "E", "table"),
     "block-hadamard": _COMMON + ("block_sizes", "epsilon", "coin"),
     "high-low-hadamard": _COMMON + ("k", "sensitive", "epsilon", "coin", "keep"),
+    "orbit": _COMMON + ("classes", "class_E", "orbits"),
 }
 #: The optional member holding the author's Ed25519 signature (any kind).
 SIGNATURE = "signature"
@@ -73,6 +78,11 @@ MAX_SYMBOLS = 1 << 31
 #: building, proving and reading a package stay within seconds.
 MAX_BLOCKS = 1 << 20
 MAX_LISTED_SYMBOLS = 1 << 20
+#: Most classes, support orbits and (classes x orbits) cells of an ``orbit`` package.
+MAX_CLASSES = 1 << 12
+MAX_ORBIT_CELLS = 1 << 22
+#: Most outputs of an ``orbit`` package (output indices stay exact integers in JavaScript).
+MAX_ORBIT_OUTPUTS = 1 << 53
 #: Longest input or output label (characters), and largest package text (characters):
 #: checked before anything is built from them.
 MAX_LABEL_LENGTH = 1000
@@ -341,6 +351,112 @@ def check_high_low_structure(document: dict) -> tuple[int, list[int], int, int]:
     return k, sensitive, _coin(document), keep
 
 
+@dataclass(frozen=True)
+class OrbitStructure:
+    """The checked members of an ``orbit`` package (see :func:`check_orbit_structure`)."""
+
+    ranges: list  # (first, last, class, rank of first) sorted by first
+    sizes: list
+    levels: list  # r x r level texts (class_E)
+    columns: list  # T_o per orbit
+    high: list  # j[o][a]
+    low: list  # l[o][a]
+    cells_high: list  # H[o][a]
+    cells_low: list  # L[o][a]
+
+    @property
+    def k(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def n_outputs(self) -> int:
+        return sum(self.columns)
+
+
+def check_orbit_structure(document: dict) -> OrbitStructure:
+    """Check an ``orbit`` package (a symmetric design at class level); return its integers.
+
+    ``classes``: for each class a, its symbols as ``[first, last]`` ranges of decimal strings;
+    together they partition ``0..k-1`` (a member's *rank* is its position in the class in
+    increasing order). ``class_E``: r x r level texts (``E[x, x']`` for x in class a, x' in
+    class b, x != x'). ``orbits``: for each support orbit o, ``columns`` ``T_o`` and, per class,
+    ``high`` ``j_a``, ``low`` ``l_a`` (``j_a + l_a <= n_a``), ``cells_high`` ``H_a`` and ``cells_low``
+    ``L_a``: class a's row puts mass ``H_a / 2^b`` on the columns of o where its member is high
+    and ``L_a / 2^b`` where it is low. Checked: every class's cells sum to ``2^bits``; a cell is
+    positive only with its count (``H_a > 0`` needs ``j_a > 0``); ``n_a`` divides ``T_o`` whenever
+    class a is not constant on o (neither ``j_a = n_a`` nor ``l_a = n_a`` nor ``j_a + l_a = 0``).
+    """
+    if check_common(document) != "orbit":
+        raise PackageError(f"a {document['kind']} package is not an orbit design")
+    classes = document["classes"]
+    if not isinstance(classes, list) or not classes or len(classes) > MAX_CLASSES:
+        raise PackageError(f"classes must be a non-empty list of at most {MAX_CLASSES} classes")
+    ranges, sizes, listed = [], [], 0
+    for a, members in enumerate(classes):
+        if not isinstance(members, list) or not members:
+            raise PackageError(f"classes[{a}] must be a non-empty list of [first, last] ranges")
+        listed += len(members)
+        if listed > MAX_LISTED_SYMBOLS:
+            raise PackageError(f"classes list more than {MAX_LISTED_SYMBOLS} ranges")
+        size = 0
+        for i, pair in enumerate(members):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise PackageError(f"classes[{a}][{i}] must be a [first, last] pair of decimal strings")
+            first, last = (_decimal(end, f"classes[{a}][{i}]") for end in pair)
+            if last < first or (ranges and ranges[-1][2] == a and first <= ranges[-1][1]):
+                raise PackageError(f"classes[{a}][{i}]: ranges must be increasing and disjoint")
+            ranges.append((first, last, a, size))
+            size += last - first + 1
+        sizes.append(size)
+    ranges.sort()
+    expected = 0
+    for first, last, a, _ in ranges:
+        if first != expected:
+            raise PackageError(f"classes do not partition 0..k-1: symbol {min(first, expected)} is "
+                               + ("listed twice" if first < expected else "in no class"))
+        expected = last + 1
+    if expected >= MAX_SYMBOLS:
+        raise PackageError("k must be below 2^31")
+    r = len(sizes)
+    levels = document["class_E"]
+    if not isinstance(levels, list) or len(levels) != r or not all(
+            isinstance(row, list) and len(row) == r and all(isinstance(level, str) for level in row) for row in levels):
+        raise PackageError(f"class_E must be {r} x {r} level texts (one row and column per class)")
+    orbits = document["orbits"]
+    if not isinstance(orbits, list) or not orbits or len(orbits) * r > MAX_ORBIT_CELLS:
+        raise PackageError(f"orbits must be a non-empty list of at most {MAX_ORBIT_CELLS // r} orbits")
+    names = ("high", "low", "cells_high", "cells_low")
+    parsed = {name: [] for name in ("columns",) + names}
+    for o, orbit in enumerate(orbits):
+        if not isinstance(orbit, dict) or set(orbit) != {"columns", *names}:
+            raise PackageError(f"orbits[{o}] must have exactly the members columns, {', '.join(names)}")
+        parsed["columns"].append(_decimal(orbit["columns"], f"orbits[{o}].columns"))
+        for name in names:
+            values = orbit[name]
+            if not isinstance(values, list) or len(values) != r:
+                raise PackageError(f"orbits[{o}].{name} must list {r} decimal strings (one per class)")
+            parsed[name].append([_decimal(value, f"orbits[{o}].{name}[{a}]") for a, value in enumerate(values)])
+    total = 1 << document["bits"]
+    for o, period in enumerate(parsed["columns"]):
+        if period < 1:
+            raise PackageError(f"orbits[{o}].columns must be at least 1")
+        for a, n in enumerate(sizes):
+            j, l, h, c = (parsed[name][o][a] for name in names)
+            if j + l > n or (h and not j) or (c and not l):
+                raise PackageError(f"orbits[{o}], class {a}: counts {j} high + {l} low exceed the class size {n}, "
+                                   "or a cell is positive without its count")
+            if 0 < j + l and j != n and l != n and period % n:
+                raise PackageError(f"orbits[{o}]: columns {period} is not a multiple of the size {n} of class {a}")
+    if sum(parsed["columns"]) > MAX_ORBIT_OUTPUTS:
+        raise PackageError("the orbits have more than 2^53 columns")
+    for a in range(r):
+        mass = sum(parsed["cells_high"][o][a] + parsed["cells_low"][o][a] for o in range(len(orbits)))
+        if mass != total:
+            raise PackageError(f"the cells of class {a} sum to {mass}, not 2^{document['bits']} = {total}")
+    return OrbitStructure(ranges, sizes, levels, parsed["columns"], parsed["high"], parsed["low"],
+                          parsed["cells_high"], parsed["cells_low"])
+
+
 def _coin(document: dict) -> int:
     """The ``coin`` threshold T (``0 < T < 2^bits``) of a Hadamard package; its ``epsilon`` must be text."""
     coin = _decimal(document["coin"], "coin")
@@ -530,6 +646,62 @@ class HighLowHadamardSampler:
         return tally
 
 
+class OrbitSampler:
+    """A symmetric design packaged at class level (kind ``orbit``, :mod:`designer.deploy.orbit`), drawn exactly.
+
+    Symbol x of class a, at rank i (``n = n_a``), one draw: ``u = randbits(b)`` picks the
+    cell (orbit o, high or low) whose cumulative integer thresholds over the class's
+    ``(H_o, L_o)`` first exceed u, so the cell has probability exactly ``H / 2^b`` (or ``L / 2^b``).
+    Then an offset d uniform in ``[0, j)`` (high) or ``[j, j + l)`` (low), and the column
+    ``t = ((i - d) mod n) + n q`` with q uniform in ``[0, T / n)``: the columns of the orbit's
+    cyclic materialisation where x is high (low) are exactly those t, each once, so
+    ``Q(t | x) = H n / (2^b T j)`` (``L n / (2^b T l)``). A class constant on the orbit reports a
+    uniform column in ``[0, T)``. The report is the orbit's offset plus t. The keyword arguments
+    are those of :class:`TableSampler` (what the caller trusts).
+    """
+
+    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
+                 allow_unauthenticated: bool = False):
+        self.structure = structure = check_orbit_structure(document)
+        verify_digest(document)
+        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
+        self.bits: int = document["bits"]
+        self.k, self.n_outputs = structure.k, structure.n_outputs
+        self.starts = [first for first, *_ in structure.ranges]
+        self.offsets = _cumulative([0] + structure.columns)[:-1]
+        orbits = range(len(structure.columns))
+        self.thresholds = [
+            _cumulative([cell for o in orbits for cell in (structure.cells_high[o][a], structure.cells_low[o][a])])
+            for a in range(len(structure.sizes))
+        ]
+
+    def locate(self, x: int) -> tuple[int, int]:
+        """The class of symbol x and its rank in the class."""
+        first, _, a, rank = self.structure.ranges[bisect.bisect_right(self.starts, x) - 1]
+        return a, rank + x - first
+
+    def sample(self, x: int) -> int:
+        """One report (output index) for symbol ``x``."""
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < self.k:
+            raise ValueError(f"input index must be an integer in 0..{self.k - 1}, got {x!r}")
+        a, rank = self.locate(x)
+        cell = bisect.bisect_right(self.thresholds[a], secrets.randbits(self.bits))
+        o, low = divmod(cell, 2)
+        s = self.structure
+        n, period, j, count = s.sizes[a], s.columns[o], s.high[o][a], (s.low[o][a] if low else s.high[o][a])
+        if count == n:
+            return self.offsets[o] + secrets.randbelow(period)
+        offset = (j if low else 0) + secrets.randbelow(count)
+        return self.offsets[o] + (rank - offset) % n + n * secrets.randbelow(period // n)
+
+    def counts(self, x: int, n: int) -> list[int]:
+        """Counts of ``n`` reports for symbol ``x`` over all outputs."""
+        tally = zero_counts(self.n_outputs)
+        for _ in range(n):
+            tally[self.sample(x)] += 1
+        return tally
+
+
 #: Most outputs a ``counts`` list covers (a block of 2^31 symbols has 2^31 outputs: 16 GiB of counts).
 MAX_COUNTED_OUTPUTS = 1 << 24
 
@@ -558,10 +730,11 @@ def hadamard_half(row: int, column: int, inside: bool) -> int:
     return column
 
 
-_SAMPLERS = {"table": TableSampler, "block-hadamard": HadamardSampler, "high-low-hadamard": HighLowHadamardSampler}
+_SAMPLERS = {"table": TableSampler, "block-hadamard": HadamardSampler, "high-low-hadamard": HighLowHadamardSampler,
+             "orbit": OrbitSampler}
 
 
-def load_sampler(document: dict, **trust) -> "TableSampler | HadamardSampler | HighLowHadamardSampler":
+def load_sampler(document: dict, **trust) -> "TableSampler | HadamardSampler | HighLowHadamardSampler | OrbitSampler":
     """The sampler of a package's kind (structure and SHA-256 checked, authenticated by ``trust``:
     ``public_key=``, ``sha256=`` or ``allow_unauthenticated=True``, see :func:`authenticate`)."""
     return _SAMPLERS.get(document.get("kind"), TableSampler)(document, **trust)

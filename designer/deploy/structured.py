@@ -268,7 +268,8 @@ def parse_symbols(text: str) -> list[int]:
 def verify_structured_package(document: dict) -> HadamardVerification:
     """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a structured package exactly.
 
-    Kinds ``block-hadamard`` and ``high-low-hadamard``. Raises :class:`PackageError` for
+    Kinds ``block-hadamard``, ``high-low-hadamard`` and ``orbit`` (:mod:`designer.deploy.orbit`).
+    Raises :class:`PackageError` for
     a malformed package (or a table), :class:`PackageTampered` for a hash mismatch or a
     stored proof that differs from the recomputed one.
     """
@@ -277,6 +278,10 @@ def verify_structured_package(document: dict) -> HadamardVerification:
         return verify_hadamard_package(document)
     if kind == "high-low-hadamard":
         return verify_high_low_package(document)
+    if kind == "orbit":
+        from designer.deploy.orbit import verify_orbit_package
+
+        return verify_orbit_package(document)
     raise PackageError(f"a {kind} package has no structural proof (verify it as a table)")
 
 

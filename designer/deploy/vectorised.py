@@ -30,6 +30,12 @@ when ``k <= LOOKUP_SYMBOLS``), a uniform column from the
 top ``log2 K`` bits of a 32-bit integer, the coin ``u < T`` (and, high-low, ``u < K``) on
 a uniform ``u`` in ``[0, 2^b)``, and the parity flip ``c ^= r & -r``
 (:func:`designer.deploy.sampler.hadamard_half`). No Python loop per report.
+
+Orbit packages (:mod:`designer.deploy.orbit`) follow :class:`designer.deploy.sampler.OrbitSampler`:
+the cell by ``np.searchsorted`` on the class's integer thresholds (one search per class
+present in the batch), then uniform integers below per-report bounds by rejection
+(:func:`uniform_below`: the top ``ceil(log2 bound)`` bits of a 64-bit word, redrawn while
+at or above the bound: exactly uniform).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import secrets
 
 import numpy as np
 
-from designer.deploy.sampler import HadamardSampler, HighLowHadamardSampler, TableSampler, check_counted
+from designer.deploy.sampler import HadamardSampler, HighLowHadamardSampler, OrbitSampler, TableSampler, check_counted
 
 #: Words drawn per call, and inputs drawn per pass, bounding memory for large n.
 CHUNK = 1 << 22
@@ -277,6 +283,99 @@ class _HighLowLaw:
         return head if sensitive[0] else np.append(head, self._size + x - rank[0])
 
 
+class _OrbitLaw:
+    """A symmetric design at class level (:class:`designer.deploy.sampler.OrbitSampler`'s rule, vectorised)."""
+
+    def __init__(self, document: dict, trust: dict):
+        checked = OrbitSampler(document, **trust)
+        self.trust, self._checked = checked.trust, checked
+        self.bits, self.k, self.n_outputs = checked.bits, checked.k, checked.n_outputs
+        s = checked.structure
+        self._sizes = np.array(s.sizes, dtype=np.int64)
+        self._columns = np.array(s.columns, dtype=np.int64)
+        self._offsets = np.array(checked.offsets, dtype=np.int64)
+        self._high, self._low = np.array(s.high, dtype=np.int64), np.array(s.low, dtype=np.int64)
+        ceiling = (1 << 64) - 1  # thresholds of 2^64 (bits = 64) are capped; the search is clipped to the last cell
+        self._thresholds = np.array([[min(value, ceiling) for value in row] for row in checked.thresholds],
+                                    dtype=np.uint64)
+        self._last = np.array([row.index(1 << self.bits) for row in checked.thresholds], dtype=np.int64)
+        self._starts = np.array(checked.starts, dtype=np.int64)
+        self._range_class = np.array([a for _, _, a, _ in s.ranges], dtype=np.int64)
+        self._range_rank = np.array([rank for _, _, _, rank in s.ranges], dtype=np.int64)
+        self._positions = _Positions(self._starts, "right", self.k)
+
+    def _locate(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        index = self._positions(flat).astype(np.int64) - 1
+        return self._range_class[index], self._range_rank[index] + flat - self._starts[index]
+
+    def draw(self, flat: np.ndarray, source: VectorisedSampler) -> np.ndarray:
+        group, rank = self._locate(flat)
+        uniform = source.uniform_integers(flat.size)
+        cell = np.empty(flat.size, dtype=np.int64)
+        for a in np.unique(group).tolist():
+            chosen = group == a
+            found = np.searchsorted(self._thresholds[a], uniform[chosen], side="right")
+            cell[chosen] = np.minimum(found, self._last[a])
+        orbit, low = cell // 2, (cell % 2).astype(bool)
+        size, period = self._sizes[group], self._columns[orbit]
+        high_count = self._high[orbit, group]
+        count = np.where(low, self._low[orbit, group], high_count)
+        offset = np.where(low, high_count, 0) + uniform_below(count, source)
+        constant = count == size
+        repeats = np.where(constant, 1, period // size)
+        cyclic = (rank - offset) % size + size * uniform_below(repeats, source)
+        return self._offsets[orbit] + np.where(constant, uniform_below(np.where(constant, period, 1), source), cyclic)
+
+    def _reported(self, x: int) -> list[tuple[int, int, int]]:
+        """``(orbit, first offset, count)`` of the cells input x can report."""
+        group = int(self._locate(np.array([x]))[0][0])
+        cells = []
+        for o in range(self._columns.size):
+            j, l = int(self._high[o, group]), int(self._low[o, group])
+            h, c = self._checked.structure.cells_high[o][group], self._checked.structure.cells_low[o][group]
+            cells += [(o, 0, j)] if h else []
+            cells += [(o, j, l)] if c else []
+        return cells
+
+    def support_size(self, x: int) -> int:
+        n = int(self._sizes[self._locate(np.array([x]))[0][0]])
+        return sum(int(self._columns[o]) if count == n else count * int(self._columns[o]) // n
+                   for o, _, count in self._reported(x))
+
+    def support(self, x: int) -> np.ndarray:
+        group, rank = (int(value[0]) for value in self._locate(np.array([x])))
+        n = int(self._sizes[group])
+        parts = []
+        for o, first, count in self._reported(x):
+            period = int(self._columns[o])
+            if count == n:
+                parts.append(self._offsets[o] + np.arange(period))
+                continue
+            residues = (rank - first - np.arange(count)) % n
+            parts.append(self._offsets[o] + (residues[:, None] + n * np.arange(period // n)[None, :]).ravel())
+        return np.unique(np.concatenate(parts))
+
+
+def uniform_below(bounds: np.ndarray, source: VectorisedSampler) -> np.ndarray:
+    """Exactly uniform integers in ``[0, bound)`` per entry (``1 <= bound <= 2^53``), by rejection.
+
+    Each draw keeps the top ``w`` bits of a 64-bit word, ``2^w >= bound`` (``w`` from ``log2``, which
+    is exact at powers of two and monotone, so ``w`` is never below ``bound``'s bit length), and is
+    redrawn while it is ``>= bound``: at most half the draws are redrawn on average.
+    """
+    bounds = np.asarray(bounds, dtype=np.int64)
+    width = np.where(bounds > 1, np.floor(np.log2(np.maximum(bounds - 1, 1).astype(float))) + 1, 0).astype(np.int64)
+    out = np.zeros(bounds.size, dtype=np.int64)
+    pending = np.flatnonzero(width > 0)
+    while pending.size:
+        words = source.bit_generator.random_raw(pending.size)
+        drawn = (words >> (64 - width[pending]).astype(np.uint64)).astype(np.int64)
+        accepted = drawn < bounds[pending]
+        out[pending[accepted]] = drawn[accepted]
+        pending = pending[~accepted]
+    return out
+
+
 class _Positions:
     """``np.searchsorted(keys, x, side)`` for symbols ``x < k``: an int32 table up to LOOKUP_SYMBOLS, else a search."""
 
@@ -294,4 +393,5 @@ def _hadamard_half(row: np.ndarray, column: np.ndarray, inside: np.ndarray) -> n
     return column ^ np.where(plus != inside, row & -row, 0)
 
 
-_LAWS = {"table": _TableLaw, "block-hadamard": _BlockHadamardLaw, "high-low-hadamard": _HighLowLaw}
+_LAWS = {"table": _TableLaw, "block-hadamard": _BlockHadamardLaw, "high-low-hadamard": _HighLowLaw,
+         "orbit": _OrbitLaw}

@@ -41,10 +41,19 @@ def package_pairs(document: dict) -> tuple[list[PairClass], str]:
         A malformed package; :class:`PackageTampered` a hash or proof mismatch.
     """
     from designer.deploy.package import verify_package
-    from designer.deploy.sampler import PackageTampered, check_common, check_hadamard_structure, check_high_low_structure
+    from designer.deploy.sampler import (
+        PackageError,
+        PackageTampered,
+        check_common,
+        check_hadamard_structure,
+        check_high_low_structure,
+    )
     from designer.deploy.structured import verify_structured_package
 
     kind = check_common(document)
+    if kind == "orbit":
+        raise PackageError("shuffle does not analyse orbit packages (symmetric designs at class level) yet: "
+                           "shuffle a table package of the design, or a block or high-low Hadamard package")
     if kind == "table":
         verification = verify_package(document)
         if not verification.certified:

@@ -163,6 +163,14 @@ def _utility_optimized_rr(structure, e) -> float:
 def rappor_bits(s: int, epsilon: float) -> tuple[float, float, float]:
     """uRAP's bit probabilities ``(a, b, c)`` for s sensitive symbols at level epsilon.
 
+    Source: Murakami and Kawamoto, "Utility-Optimized Local Differential Privacy Mechanisms for
+    Distribution Estimation", USENIX Security 2019 (arXiv:1807.11317), the utility-optimized
+    RAPPOR: sensitive bits obfuscated as RAPPOR with ``theta = e^(eps/2) / (e^(eps/2) + 1)``,
+    non-sensitive bits reported 1 with probability ``(e^(eps/2) - 1) / e^(eps/2)`` for the
+    input's own bit and 0 otherwise. The tests check these values against the paper's
+    definition of (X_S, Y_P, eps)-ULDP, exactly: they meet it, and a larger ``c`` or a sensitive
+    bit above ``eps/2`` breaks it.
+
     Sensitive bit j (j in A): ``P(y_j = 1 | x = j) = a = e^(eps/2) / (e^(eps/2) + 1)``,
     ``P(y_j = 1 | x != j) = b = 1 - a`` (symmetric RAPPOR with ``eps/2`` per bit, so two
     sensitive inputs, differing in two bits, have ratio ``e^eps``). Non-sensitive bit j:

@@ -1,5 +1,5 @@
 // ldp-client.mjs — exact sampler for ldp-designer mechanism packages (schema version 1,
-// kinds "table", "block-hadamard" and "high-low-hadamard").
+// kinds "table", "block-hadamard", "high-low-hadamard" and "orbit").
 //
 // An ES module with no dependencies, for browsers and Node >= 20 (Web Crypto, Ed25519 included:
 // crypto.getRandomValues and crypto.subtle). Usage:
@@ -33,6 +33,9 @@
 // (block-hadamard: HadamardMechanism; high-low-hadamard: HighLowMechanism) compare u with
 // their integer coin thresholds the same way and take uniform columns from the top bits
 // of a 32-bit word (their sizes are powers of two), exactly as designer/deploy/sampler.py.
+// Orbit packages (a symmetric design at class level: OrbitMechanism) compare u with their
+// class's cumulative integer cell thresholds, then draw uniform integers below a bound by
+// rejection (the top bits of one or two 32-bit words, redrawn while >= the bound): exact.
 
 export const FORMAT = "ldp-designer-mechanism";
 export const SCHEMA_VERSION = 1;
@@ -41,7 +44,10 @@ const MEMBERS = {
   table: [...COMMON, "inputs", "outputs", "E", "table"],
   "block-hadamard": [...COMMON, "block_sizes", "epsilon", "coin"],
   "high-low-hadamard": [...COMMON, "k", "sensitive", "epsilon", "coin", "keep"],
+  orbit: [...COMMON, "classes", "class_E", "orbits"],
 };
+const MAX_CLASSES = 2 ** 12; // orbit packages: most classes, and most (classes x orbits) cells
+const MAX_ORBIT_CELLS = 2 ** 22;
 const OPTIONAL = ["shuffle"]; // the central guarantee after shuffling (verified by verify-package)
 const MAX_SYMBOLS = 2n ** 31n;
 const MAX_BLOCKS = 2 ** 20; // most blocks / sensitive symbols listed (as in sampler.py)
@@ -225,6 +231,100 @@ export function checkHighLow(document) {
   return { k: Number(k), sensitive: Int32Array.from(sensitive, Number), coin: checkCoin(document), keep };
 }
 
+/**
+ * Check an orbit package (as designer/deploy/sampler.py check_orbit_structure); return
+ * { ranges: [[first, last, class, rank]...] sorted by first, sizes, columns, high, low, cells } with
+ * cells[a] the class's cumulative thresholds (BigInt) over (orbit 0 high, orbit 0 low, orbit 1 high, ...).
+ */
+export function checkOrbit(document) {
+  if (checkCommon(document) !== "orbit") throw new PackageError("not an orbit package");
+  const classes = document.classes;
+  if (!Array.isArray(classes) || classes.length === 0 || classes.length > MAX_CLASSES) {
+    throw new PackageError(`classes must be a non-empty list of at most ${MAX_CLASSES} classes`);
+  }
+  const ranges = [];
+  const sizes = [];
+  let listed = 0;
+  classes.forEach((members, a) => {
+    if (!Array.isArray(members) || members.length === 0) throw new PackageError(`classes[${a}] must be a non-empty list of [first, last] ranges`);
+    listed += members.length;
+    if (listed > MAX_BLOCKS) throw new PackageError(`classes list more than ${MAX_BLOCKS} ranges`);
+    let size = 0;
+    let previous = -1n;
+    members.forEach((pair, i) => {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new PackageError(`classes[${a}][${i}] must be a [first, last] pair of decimal strings`);
+      const first = decimal(pair[0], `classes[${a}][${i}]`);
+      const last = decimal(pair[1], `classes[${a}][${i}]`);
+      if (last < first || first <= previous) throw new PackageError(`classes[${a}][${i}]: ranges must be increasing and disjoint`);
+      previous = last;
+      ranges.push([first, last, a, size]);
+      size += Number(last - first) + 1;
+    });
+    sizes.push(size);
+  });
+  ranges.sort((p, q) => (p[0] < q[0] ? -1 : p[0] > q[0] ? 1 : 0));
+  let expected = 0n;
+  for (const [first, last] of ranges) {
+    if (first !== expected) throw new PackageError(`classes do not partition 0..k-1: symbol ${first < expected ? first : expected} is ${first < expected ? "listed twice" : "in no class"}`);
+    expected = last + 1n;
+  }
+  if (expected >= MAX_SYMBOLS) throw new PackageError("k must be below 2^31");
+  const r = sizes.length;
+  const levels = document.class_E;
+  if (!Array.isArray(levels) || levels.length !== r || !levels.every((row) => Array.isArray(row) && row.length === r && row.every((level) => typeof level === "string"))) {
+    throw new PackageError(`class_E must be ${r} x ${r} level texts (one row and column per class)`);
+  }
+  const orbits = document.orbits;
+  if (!Array.isArray(orbits) || orbits.length === 0 || orbits.length * r > MAX_ORBIT_CELLS) {
+    throw new PackageError(`orbits must be a non-empty list of at most ${Math.floor(MAX_ORBIT_CELLS / r)} orbits`);
+  }
+  const names = ["high", "low", "cells_high", "cells_low"];
+  const parsed = { columns: [], high: [], low: [], cells_high: [], cells_low: [] };
+  orbits.forEach((orbit, o) => {
+    const keys = orbit !== null && typeof orbit === "object" && !Array.isArray(orbit) ? Object.keys(orbit).sort().join(",") : "";
+    if (keys !== "cells_high,cells_low,columns,high,low") throw new PackageError(`orbits[${o}] must have exactly the members columns, ${names.join(", ")}`);
+    parsed.columns.push(decimal(orbit.columns, `orbits[${o}].columns`));
+    for (const name of names) {
+      const values = orbit[name];
+      if (!Array.isArray(values) || values.length !== r) throw new PackageError(`orbits[${o}].${name} must list ${r} decimal strings (one per class)`);
+      parsed[name].push(values.map((value, a) => decimal(value, `orbits[${o}].${name}[${a}]`)));
+    }
+  });
+  const total = 1n << BigInt(document.bits);
+  let outputs = 0n;
+  parsed.columns.forEach((period, o) => {
+    if (period < 1n) throw new PackageError(`orbits[${o}].columns must be at least 1`);
+    outputs += period;
+    sizes.forEach((size, a) => {
+      const n = BigInt(size);
+      const [j, l, h, c] = names.map((name) => parsed[name][o][a]);
+      if (j + l > n || (h && !j) || (c && !l)) throw new PackageError(`orbits[${o}], class ${a}: counts ${j} high + ${l} low exceed the class size ${n}, or a cell is positive without its count`);
+      if (j + l > 0n && j !== n && l !== n && period % n !== 0n) throw new PackageError(`orbits[${o}]: columns ${period} is not a multiple of the size ${n} of class ${a}`);
+    });
+  });
+  if (outputs > 2n ** 53n) throw new PackageError("the orbits have more than 2^53 columns");
+  const cells = sizes.map((_, a) => {
+    let cumulative = 0n;
+    const thresholds = [];
+    parsed.columns.forEach((_, o) => {
+      for (const name of ["cells_high", "cells_low"]) {
+        cumulative += parsed[name][o][a];
+        thresholds.push(cumulative);
+      }
+    });
+    if (cumulative !== total) throw new PackageError(`the cells of class ${a} sum to ${cumulative}, not 2^${document.bits} = ${total}`);
+    return thresholds;
+  });
+  return {
+    ranges: ranges.map(([first, last, a, rank]) => [Number(first), Number(last), a, rank]),
+    sizes,
+    columns: parsed.columns.map(Number),
+    high: parsed.high.map((row) => row.map(Number)),
+    low: parsed.low.map((row) => row.map(Number)),
+    cells,
+  };
+}
+
 /** Check a table package; return the table as BigInt rows. */
 export function checkStructure(document) {
   if (checkCommon(document) !== "table") throw new PackageError("not a table package");
@@ -258,6 +358,17 @@ class RandomWords {
     return this._words[this._next++];
   }
 
+  /** One uniform integer in [0, bound) for 1 <= bound <= 2^53 (rejection on the top bits of one or two words). */
+  below(bound) {
+    if (bound <= 1) return 0;
+    let width = 0;
+    while (2 ** width < bound) width++;
+    for (;;) {
+      const value = width <= 32 ? this.word() >>> (32 - width) : (this.word() >>> (64 - width)) * TWO_32 + this.word();
+      if (value < bound) return value;
+    }
+  }
+
   /** One uniform integer in [0, 2^bits) as limbs [hi, lo] (bits <= 64). */
   uniform(bits) {
     if (bits <= 32) return [0, this.word() >>> (32 - bits)];
@@ -284,6 +395,18 @@ function hadamardHalf(row, column, inside) {
   parity ^= parity >>> 2;
   parity ^= parity >>> 1;
   return ((parity & 1) === 0) !== inside ? column ^ (row & -row) : column;
+}
+
+/** The index of the last entry <= x in an increasing array whose first entry is <= x (binary search). */
+function lastAtMost(starts, x) {
+  let low = 0;
+  let high = starts.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >>> 1;
+    if (starts[middle] <= x) low = middle;
+    else high = middle - 1;
+  }
+  return low;
 }
 
 /** Counts of n reports for input x over nOutputs outputs (any mechanism with sample); refused (RangeError with the
@@ -331,17 +454,11 @@ export class HadamardMechanism {
   /** One report (global output index) for symbol x. */
   sample(x) {
     if (!Number.isInteger(x) || x < 0 || x >= this.k) throw new RangeError(`input index must be in 0..${this.k - 1}`);
-    let low = 0;
-    let high = this.starts.length - 1;
-    while (low < high) {
-      const middle = (low + high + 1) >>> 1;
-      if (this.starts[middle] <= x) low = middle;
-      else high = middle - 1;
-    }
-    const row = x - this.starts[low] + 1;
-    const log = this.logSizes[low];
+    const block = lastAtMost(this.starts, x);
+    const row = x - this.starts[block] + 1;
+    const log = this.logSizes[block];
     const column = this._random.word() >>> (32 - log);
-    return this.offsets[low] + hadamardHalf(row, column, below(this._random.uniform(this.bits), this._coin));
+    return this.offsets[block] + hadamardHalf(row, column, below(this._random.uniform(this.bits), this._coin));
   }
 
   /** How often each output index is reported in n draws for symbol x. */
@@ -389,6 +506,62 @@ export class HighLowMechanism {
     }
     if (below(u, this._keep)) return this.hadamardSize + x - low;
     return this._random.word() >>> (32 - this.logSize);
+  }
+
+  /** How often each output index is reported in n draws for symbol x. */
+  counts(x, n) {
+    return tally(this, x, n);
+  }
+}
+
+/**
+ * A symmetric design at class level (kind orbit; designer/deploy/orbit.py), drawn exactly. Symbol x of
+ * class a at rank i (n = n_a): u < c picks the cell (orbit o, high or low) on the class's cumulative
+ * integer thresholds; then an offset d uniform in [0, j) (high) or [j, j + l) (low) and the column
+ * t = ((i - d) mod n) + n q with q uniform in [0, T / n); a class constant on the orbit reports a uniform
+ * column in [0, T). P(t | x) = H n / (2^b T j) where x is high, L n / (2^b T l) where it is low.
+ */
+export class OrbitMechanism {
+  constructor(document, { ranges, sizes, columns, high, low, cells }) {
+    this.kind = "orbit";
+    this.bits = document.bits;
+    this.sha256 = document.sha256;
+    this.ranges = ranges;
+    this.starts = ranges.map((range) => range[0]);
+    this.sizes = sizes;
+    this.columns = columns;
+    this.high = high;
+    this.low = low;
+    this.k = sizes.reduce((a, b) => a + b, 0);
+    this.offsets = [];
+    let offset = 0;
+    for (const period of columns) {
+      this.offsets.push(offset);
+      offset += period;
+    }
+    this.nOutputs = offset;
+    this._cells = cells.map((row) => row.map(limbs));
+    this._random = new RandomWords();
+  }
+
+  /** One report (output index) for symbol x. */
+  sample(x) {
+    if (!Number.isInteger(x) || x < 0 || x >= this.k) throw new RangeError(`input index must be in 0..${this.k - 1}`);
+    const [first, , a, start] = this.ranges[lastAtMost(this.starts, x)];
+    const rank = start + x - first;
+    const u = this._random.uniform(this.bits);
+    const thresholds = this._cells[a];
+    let cell = 0;
+    while (!below(u, thresholds[cell])) cell++;
+    const o = cell >>> 1;
+    const isLow = (cell & 1) === 1;
+    const n = this.sizes[a];
+    const period = this.columns[o];
+    const j = this.high[o][a];
+    const count = isLow ? this.low[o][a] : j;
+    if (count === n) return this.offsets[o] + this._random.below(period);
+    const d = (isLow ? j : 0) + this._random.below(count);
+    return this.offsets[o] + ((((rank - d) % n) + n) % n) + n * this._random.below(period / n);
   }
 
   /** How often each output index is reported in n draws for symbol x. */
@@ -458,6 +631,7 @@ const KINDS = {
   table: [checkStructure, (document, parsed) => new Mechanism(document, parsed)],
   "block-hadamard": [checkHadamard, (document, parsed) => new HadamardMechanism(document, parsed)],
   "high-low-hadamard": [checkHighLow, (document, parsed) => new HighLowMechanism(document, parsed)],
+  orbit: [checkOrbit, (document, parsed) => new OrbitMechanism(document, parsed)],
 };
 
 /** Refuse package text holding a number with a fraction or an exponent (JSON.parse would read 1.0 as 1). */
@@ -471,8 +645,8 @@ function checkNumbers(text) {
 
 /**
  * Parse (if text), check structure and SHA-256, authenticate (options: { publicKey } base64 Ed25519 key,
- * { sha256 } pinned hash, or { allowUnauthenticated: true }); return a Mechanism (table), HadamardMechanism
- * or HighLowMechanism, whose .trust says how it was authenticated. Throws PackageError / PackageTampered /
+ * { sha256 } pinned hash, or { allowUnauthenticated: true }); return a Mechanism (table), HadamardMechanism,
+ * HighLowMechanism or OrbitMechanism, whose .trust says how it was authenticated. Throws PackageError / PackageTampered /
  * PackageUntrusted.
  */
 export async function loadPackage(source, options = {}) {
