@@ -502,7 +502,26 @@ def _labels(document: dict, member: str) -> list[str]:
     return labels
 
 
-class TableSampler:
+class _PackageSampler:
+    """What every sampler does first: check the structure and the SHA-256, authenticate (what the caller
+    trusts: ``public_key=``, ``sha256=`` or ``allow_unauthenticated=True``, :func:`authenticate`), then load."""
+
+    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
+                 allow_unauthenticated: bool = False):
+        checked = self._check(document)
+        verify_digest(document)
+        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
+        self.bits: int = document["bits"]
+        self._load(document, checked)
+
+    @classmethod
+    def from_file(cls, path: str, **trust):
+        """Read, check, authenticate (``public_key=``, ``sha256=``: :func:`authenticate`) and load a package file."""
+        with open(path, encoding="utf-8") as handle:
+            return cls(parse_package(handle.read(MAX_PACKAGE_CHARACTERS + 1)), **trust)
+
+
+class TableSampler(_PackageSampler):
     """Draw reports from a checked package with :func:`secrets.randbits` (exact, see the module docstring).
 
     Parameters
@@ -515,22 +534,13 @@ class TableSampler:
         (:class:`PackageUntrusted` otherwise).
     """
 
-    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
-                 allow_unauthenticated: bool = False):
-        table = check_structure(document)
-        verify_digest(document)
-        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
-        self.bits: int = document["bits"]
+    _check = staticmethod(check_structure)
+
+    def _load(self, document: dict, table) -> None:
         self.inputs: list[str] = list(document["inputs"])
         self.outputs: list[str] = list(document["outputs"])
         self.thresholds: list[list[int]] = [_cumulative(row) for row in table]
         self._index = {label: x for x, label in enumerate(self.inputs)}
-
-    @classmethod
-    def from_file(cls, path: str, **trust) -> "TableSampler":
-        """Read, check, authenticate (``public_key=``, ``sha256=``: :func:`authenticate`) and load a package file."""
-        with open(path, encoding="utf-8") as handle:
-            return cls(parse_package(handle.read(MAX_PACKAGE_CHARACTERS + 1)), **trust)
 
     def sample(self, x: int) -> int:
         """One report (output index) for input index ``x``: ``P(Y = y) = T[x, y] / 2^b`` exactly."""
@@ -552,7 +562,7 @@ class TableSampler:
         return tally
 
 
-class HadamardSampler:
+class HadamardSampler(_PackageSampler):
     """Block Hadamard response (context-aware-ldp.md, Section 6.1) drawn exactly with :mod:`secrets`.
 
     Symbol x, at position ``i`` of its block of size ``k_j`` (``K_j = 2^ceil(log2(k_j + 1))``
@@ -566,12 +576,10 @@ class HadamardSampler:
     are those of :class:`TableSampler` (what the caller trusts).
     """
 
-    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
-                 allow_unauthenticated: bool = False):
-        sizes, self.coin = check_hadamard_structure(document)
-        verify_digest(document)
-        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
-        self.bits: int = document["bits"]
+    _check = staticmethod(check_hadamard_structure)
+
+    def _load(self, document: dict, checked) -> None:
+        sizes, self.coin = checked
         self.block_sizes = sizes
         self.starts = _cumulative([0] + sizes)[:-1]
         self.hadamard_sizes = [1 << size.bit_length() for size in sizes]
@@ -599,7 +607,7 @@ class HadamardSampler:
         return tally
 
 
-class HighLowHadamardSampler:
+class HighLowHadamardSampler(_PackageSampler):
     """High-low Hadamard response (context-aware-ldp.md, Section 5.1, channel (13)-(14)) drawn exactly.
 
     With ``s`` sensitive symbols (sorted; the i-th uses Hadamard row ``i + 1`` of order
@@ -616,12 +624,10 @@ class HighLowHadamardSampler:
     The keyword arguments are those of :class:`TableSampler` (what the caller trusts).
     """
 
-    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
-                 allow_unauthenticated: bool = False):
-        self.k, self.sensitive, self.coin, self.keep = check_high_low_structure(document)
-        verify_digest(document)
-        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
-        self.bits: int = document["bits"]
+    _check = staticmethod(check_high_low_structure)
+
+    def _load(self, document: dict, checked) -> None:
+        self.k, self.sensitive, self.coin, self.keep = checked
         self.hadamard_size = 1 << len(self.sensitive).bit_length()
         self.n_outputs = self.hadamard_size + self.k - len(self.sensitive)
 
@@ -646,7 +652,7 @@ class HighLowHadamardSampler:
         return tally
 
 
-class OrbitSampler:
+class OrbitSampler(_PackageSampler):
     """A symmetric design packaged at class level (kind ``orbit``, :mod:`designer.deploy.orbit`), drawn exactly.
 
     Symbol x of class a, at rank i (``n = n_a``), one draw: ``u = randbits(b)`` picks the
@@ -660,12 +666,10 @@ class OrbitSampler:
     are those of :class:`TableSampler` (what the caller trusts).
     """
 
-    def __init__(self, document: dict, *, public_key: str | bytes | None = None, sha256: str | None = None,
-                 allow_unauthenticated: bool = False):
-        self.structure = structure = check_orbit_structure(document)
-        verify_digest(document)
-        self.trust: str = authenticate(document, public_key, sha256, allow_unauthenticated)
-        self.bits: int = document["bits"]
+    _check = staticmethod(check_orbit_structure)
+
+    def _load(self, document: dict, structure) -> None:
+        self.structure = structure
         self.k, self.n_outputs = structure.k, structure.n_outputs
         self.starts = [first for first, *_ in structure.ranges]
         self.offsets = _cumulative([0] + structure.columns)[:-1]
