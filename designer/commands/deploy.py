@@ -135,7 +135,7 @@ def check_package(path: Path, policy_file: Path | None, public_key_file: Path | 
         from designer.deploy.policy import check_policy
 
         with opening(path):
-            check = check_policy(document, policy)
+            check = check_policy(document, policy, verification)
         if not check.met:
             reject(f"{path}: does not meet the policy {policy_file}: {check.failure()}")
     return CheckedPackage(document, verification, certified, trust, check)
@@ -300,7 +300,7 @@ def verify_package_command(
     """Re-certify a package from scratch. Exit 0 certified, 1 tampered, untrusted, violated or weaker than --E, 2 bad input."""
     checked = check_package(path, policy_file, public_key, sha256)
     if "shuffle" in checked.document:
-        _verify_shuffle(checked.document, path)
+        _verify_shuffle(checked, path)
     extra = {"trust": checked.trust, "policy": None if checked.policy is None else checked.policy.to_dict()}
     if checked.document["kind"] != "table":
         _verify_structured(checked, path, as_json, extra)
@@ -330,13 +330,13 @@ def why_violated(verification) -> str:
     return f"the table is not E-LDP: {verification.certificate.violations[0].describe()}"
 
 
-def _verify_shuffle(document: dict, path: Path) -> None:
+def _verify_shuffle(checked: CheckedPackage, path: Path) -> None:
     """Re-prove a package's recorded central guarantee (designer.shuffle.package); one line on stderr."""
     from designer.shuffle.package import verify_shuffle_member
 
     with opening(path):
-        guarantee = verify_shuffle_member(document)
-    member = document["shuffle"]
+        guarantee = verify_shuffle_member(checked.document, checked.verification)
+    member = checked.document["shuffle"]
     typer.echo(f"shuffle: central epsilon {member['epsilon']} at delta {member['delta']} for n = {member['n']} "
                f"re-proved (delta there <= {guarantee.delta:.6g})", err=True)
 

@@ -122,7 +122,7 @@ def weaker_pairs(levels: np.ndarray, exact_levels, policy: PrivacyMatrix) -> tup
     return shown, count
 
 
-def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
+def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> PolicyCheck:
     """Check a package (already verified against its own E) against the policy ``policy``.
 
     The package must already be verified against its own E (its certificate is what makes
@@ -133,6 +133,9 @@ def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
     (block: ``epsilon`` inside a block, ``inf`` across; high-low: ``epsilon`` on the rows
     of sensitive symbols, ``inf`` elsewhere) against the policy, exactly.
 
+    ``verification``: the table package's :func:`~designer.deploy.package.verify_package` result, whose
+    parsed E and table are reused (None: parse the package again).
+
     Raises
     ------
     PackageError
@@ -142,7 +145,7 @@ def check_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
 
     kind = document["kind"]
     if kind == "table":
-        privacy, table = load_package(document)
+        privacy, table = load_package(document) if verification is None else (verification.privacy, verification.table)
         _check_size(privacy.k, policy)
         shown, count = weaker_pairs(privacy.epsilon, privacy.exact_levels, policy)
         return PolicyCheck(tuple(shown), count, certify(table.channel(), policy, exact=True) if count else None)

@@ -40,8 +40,10 @@ def add_shuffle_member(document: dict, n: int, delta: float, population: int | N
     return guarantee
 
 
-def verify_shuffle_member(document: dict):
+def verify_shuffle_member(document: dict, verification=None):
     """Re-prove a package's stored ``shuffle`` member; return the recomputed guarantee (``delta`` at the stored epsilon).
+
+    ``verification``: the package's verification if already done (:func:`~designer.shuffle.sources.package_pairs`).
 
     Raises
     ------
@@ -61,7 +63,7 @@ def verify_shuffle_member(document: dict):
         population = None if member["population"] is None else int(member["population"])
     except (TypeError, ValueError):
         raise PackageError("shuffle members n, delta, epsilon, population must be numbers written as text") from None
-    pairs, _ = package_pairs(document)
+    pairs, _ = package_pairs(document, verification)
     try:
         guarantee = shuffle_guarantee(pairs, n, epsilon=epsilon, population=population)
     except ValueError as error:

@@ -32,8 +32,12 @@ def channel_pairs(channel, privacy=None) -> list[PairClass]:
     return table_pairs(channel.matrix, protected, channel.input_labels)
 
 
-def package_pairs(document: dict) -> tuple[list[PairClass], str]:
+def package_pairs(document: dict, verification=None) -> tuple[list[PairClass], str]:
     """The pair classes of a verified package and a one-line description of it.
+
+    ``verification``: the result of :func:`~designer.deploy.package.verify_package` (table) or
+    :func:`~designer.deploy.structured.verify_structured_package` already computed for this
+    document, reused instead of proving the package again (None: prove it here).
 
     Raises
     ------
@@ -55,13 +59,13 @@ def package_pairs(document: dict) -> tuple[list[PairClass], str]:
         raise PackageError("shuffle does not analyse orbit packages (symmetric designs at class level) yet: "
                            "shuffle a table package of the design, or a block or high-low Hadamard package")
     if kind == "table":
-        verification = verify_package(document)
+        verification = verify_package(document) if verification is None else verification
         if not verification.certified:
             raise PackageTampered("the table is not E-LDP for the package's E")
         table = verification.table
         pairs = channel_pairs(table.channel(), verification.privacy)
         return pairs, f"table package, {table.k} inputs, {table.bits}-bit table"
-    verification = verify_structured_package(document)
+    verification = verify_structured_package(document) if verification is None else verification
     if not verification.certified:
         raise PackageTampered("the structural proof fails: " + "; ".join(verification.failed))
     bits = document["bits"]
