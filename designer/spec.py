@@ -77,6 +77,7 @@ class PrivacyMatrix:
         self._epsilon = values
         self._exact = exact
         self._lazy = exact_epsilon is not None
+        self._closure: PrivacyMatrix | None = None
         k = values.shape[0]
         self.labels: tuple[str, ...] = tuple(str(label) for label in labels) if labels is not None else tuple(
             str(i) for i in range(k)
@@ -266,10 +267,11 @@ class PrivacyMatrix:
 
         Ratio constraints chain along paths (``Q[x,y] <= e^{E[x,z]} Q[z,y] <=
         e^{E[x,z] + E[z,x']} Q[x',y]``), so E and E* admit exactly the same
-        channels; E* is the tightest matrix with that property.
+        channels; E* is the tightest matrix with that property. Computed once (E is read-only).
         """
-        closed = min_plus_closure(self._epsilon)
-        return PrivacyMatrix(closed, self.labels, f"closure of {self.name}")
+        if self._closure is None:
+            self._closure = PrivacyMatrix(min_plus_closure(self._epsilon), self.labels, f"closure of {self.name}")
+        return self._closure
 
     def nonredundant_pairs(self) -> np.ndarray:
         """The ordered pairs ``(x, x')`` whose constraint no other constraints imply.
