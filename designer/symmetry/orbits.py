@@ -113,17 +113,26 @@ def row_levels(structure: ClassStructure) -> tuple[np.ndarray, list[np.ndarray]]
     return epsilon, components
 
 
+def check_orbit_count(structure: ClassStructure, epsilon: np.ndarray, components: list[np.ndarray]) -> int:
+    """The number of box-vertex orbits (``prod (n_a + 1)`` over a component's varying classes, summed);
+    :class:`SymmetryLostError` above :data:`MAX_ORBITS`."""
+    finite = np.isfinite(epsilon)
+    total = sum(math.prod(int(structure.sizes[a]) + 1 for a in group if finite[a] and epsilon[a] > 0)
+                for group in components)
+    if total > MAX_ORBITS:
+        raise SymmetryLostError(
+            f"{total:,} vertex orbits (more than {MAX_ORBITS:,}): the classes are too many or too small for the orbit LP"
+        )
+    return total
+
+
 def enumerate_orbits(structure: ClassStructure, epsilon: np.ndarray, components: list[np.ndarray]) -> Orbits:
     """Every box-vertex orbit and free-unit orbit of every component (module docstring)."""
     sizes = structure.sizes
     r = structure.r
     finite = np.isfinite(epsilon)
     ratio = np.where(finite, np.exp(np.where(finite, epsilon, 0.0)), 1.0)
-    total = sum(math.prod(int(sizes[a]) + 1 for a in group if finite[a] and epsilon[a] > 0) for group in components)
-    if total > MAX_ORBITS:
-        raise SymmetryLostError(
-            f"{total:,} vertex orbits (more than {MAX_ORBITS:,}): the classes are too many or too small for the orbit LP"
-        )
+    check_orbit_count(structure, epsilon, components)
     highs, lows, owners = [], [], []
     for index, group in enumerate(components):
         varying = [a for a in group if finite[a] and epsilon[a] > 0]

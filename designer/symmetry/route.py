@@ -11,7 +11,7 @@ class file) always uses the orbit LP.
 from __future__ import annotations
 
 from designer.symmetry.classes import ClassStructure, twin_classes
-from designer.symmetry.orbits import SymmetryLostError, enumerate_orbits, row_levels
+from designer.symmetry.orbits import SymmetryLostError, check_orbit_count, row_levels
 
 #: Dense E up to this many symbols are enumerated under ``auto`` (classic LDP: 65,534 vertices).
 ENUMERATION_K = 16
@@ -24,7 +24,7 @@ def symmetric_structure(privacy, prior=None, alternative=None, method: str = "au
     structure = twin_classes(privacy, prior, alternative)
     try:
         epsilon, components = row_levels(structure)
-        enumerate_orbits(structure, epsilon, components)
+        check_orbit_count(structure, epsilon, components)
     except SymmetryLostError as error:
         if method == "symmetry":
             raise
