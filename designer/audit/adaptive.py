@@ -28,17 +28,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from designer.audit.collect import Budget, collect_reports
+from designer.audit.collect import PROBE, Budget, check_memory, collect_reports, report_bytes
 from designer.audit.sources import ReportSource, concatenate_reports, unify_reports
 from designer.audit.verdict import (
+    DEFAULT_MAX_PAIRS,
     DEFAULT_TRAIN_FRACTION,
     AuditResult,
     audit_reports,
     component_part,
     constrained_pairs,
+    default_max_pairs,
     event_space,
     output_component,
     rank_pairs,
+    typical_allowed,
 )
 from designer.spec import PrivacyMatrix
 
@@ -56,6 +59,44 @@ NARROW_SHARE = 0.5
 #: their inputs only: with one leaking pair among 240, 2 pairs detect it in 19 of 20 seeds, 8 pairs
 #: in 14 of 20, benchmarks/RESULTS.md).
 NARROWED_MAX_PAIRS = 2
+
+
+def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks: bool, whole_channel: bool) -> bool:
+    """Whether an audit spends its budget adaptively (the default whenever it can).
+
+    Parameters
+    ----------
+    requested : bool or None
+        ``--adaptive`` (True), ``--fixed-split`` (False), neither (None).
+    draws : bool
+        The audit draws its own reports (``--sampler``, ``--command``; not a ``--reports`` file).
+    per_input : bool
+        The budget is a number of reports per input (``--reports-per-input``; a ``--seconds``
+        budget has no total to reallocate).
+    looks : bool
+        Early stopping (``--looks``), which audits the whole sample at every look (a fixed split).
+    whole_channel : bool
+        The channel is estimated (``--declared``, ``--channel-out``): every input needs the same
+        reports.
+
+    Returns
+    -------
+    bool: adaptive when requested or by default when nothing above rules it out; an explicit
+    ``--adaptive`` that something rules out is refused with the reason.
+    """
+    if requested is False:
+        return False
+    if requested:
+        if not draws or whole_channel:
+            raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
+                             "--command, and estimates no channel (--declared, --channel-out)")
+        if not per_input:
+            raise ValueError("--adaptive needs --reports-per-input (a budget to reallocate)")
+        if looks:
+            raise ValueError("--looks audits the whole sample at each look (a fixed split): drop --adaptive "
+                             "or --looks")
+        return True
+    return draws and per_input and not looks and not whole_channel
 
 
 def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
@@ -85,6 +126,10 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     if rest < 4:
         raise ValueError(f"--reports-per-input {budget.reports_per_input} leaves no fresh reports after the pilot")
     total = budget.reports_per_input * k
+    # the whole budget is held at the end: refuse it up front (a probe, on a child generator that
+    # leaves rng's stream as it was, measures a report's size)
+    check_memory(report_bytes(source.draw(0, min(PROBE, pilot), rng.spawn(1)[0])), total, budget.max_memory,
+                 f"--reports-per-input {budget.reports_per_input:,} for {k} inputs")
     drawn = {"count": pilot * k}
 
     def draw(inputs: list[int], per_input: int) -> dict[int, np.ndarray]:
@@ -98,8 +143,14 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
                                             lambda fraction: report(fraction * pilot * k / total)))
     pairs = None
     max_pairs = options.pop("max_pairs", None)
+    candidates = constrained_pairs(reports, privacy)
+    if max_pairs is None:  # all pairs when affordable (each input then gets its own rest)
+        few_inputs = min(k, 2 * DEFAULT_MAX_PAIRS)
+        every = default_max_pairs(len(candidates), rest // k, rest // few_inputs,
+                                  typical_allowed(privacy.epsilon, candidates), options.get("confidence", 0.95))
+        max_pairs = None if every else 0
     narrow = max_pairs is None or 0 < max_pairs < NARROW_PAIRS
-    if narrow and len(constrained_pairs(reports, privacy)) >= NARROW_MIN_PAIRS:
+    if narrow and len(candidates) >= NARROW_MIN_PAIRS:
         max_pairs = max_pairs or NARROWED_MAX_PAIRS
         pairs = _narrowing_candidates(reports, privacy, rng, rest, options)
         inputs = sorted({x for pair in pairs for x in pair})
@@ -107,6 +158,9 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
         extra = draw(inputs, second)
         reports = _joined(reports, extra)
         rest -= second * len(inputs)
+
+    if max_pairs is None:
+        max_pairs = DEFAULT_MAX_PAIRS
 
     def second_stage(inputs: list[int]) -> dict[int, np.ndarray]:
         return draw(inputs, max(2, rest // len(inputs)))
