@@ -32,7 +32,7 @@ import numpy as np
 
 from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
-from designer.audit.power import POWER, detectable_excess
+from designer.audit.power import POWER, class_power, detectable_excess
 from designer.audit.sources import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
@@ -79,6 +79,9 @@ class PairResult:
     detectable_excess: float = math.inf
     attack: str = ""
     hockey_stick_lower_bound: float = -math.inf
+    #: Per attack class, the exact probability of detecting a violation of a stated kind and size
+    #: (:func:`~designer.audit.power.class_power`); empty for an (E, delta) audit.
+    power: tuple = ()
 
     @property
     def log_ratio(self) -> float:
@@ -106,6 +109,8 @@ class PairResult:
             "violated": self.violated,
             "detectable_excess": _number(self.detectable_excess),
             "hockey_stick_lower_bound": _number(self.hockey_stick_lower_bound),
+            "power": [{key: _number(value) if isinstance(value, float) else value for key, value in entry.items()}
+                      for entry in self.power],
         }
 
 
@@ -172,8 +177,28 @@ class AuditResult:
         """The tested pair with the largest ``lower_bound - E``."""
         return self.pairs[0]
 
+    def power_by_class(self) -> dict[str, dict]:
+        """Per attack class, the tested pair with the smallest and the one with the largest detection probability."""
+        summary: dict[str, dict] = {}
+        for pair in self.pairs:
+            for entry in pair.power:
+                row = summary.setdefault(entry["class"], {"excess": entry["excess"], "smallest": None, "largest": None})
+                item = {"probability": entry["probability"], "pair": [pair.x, pair.x_prime],
+                        "event_probability": entry["event_probability"]}
+                if row["smallest"] is None or item["probability"] < row["smallest"]["probability"]:
+                    row["smallest"] = item
+                if row["largest"] is None or item["probability"] > row["largest"]["probability"]:
+                    row["largest"] = item
+        return summary
+
     def to_dict(self) -> dict:
         counts = list(self.reports_per_input.values())
+        pairs = [pair.to_dict() for pair in self.pairs]
+        if self.violated:  # a power statement is reassurance: none next to a violation
+            for pair in pairs:
+                pair.pop("power")
+        power = None if self.violated else {
+            kind: {**row, "excess": _number(row["excess"])} for kind, row in self.power_by_class().items()}
         return {
             "verdict": self.verdict,
             "confidence": self.confidence,
@@ -190,8 +215,9 @@ class AuditResult:
             "detectable_excess": None if self.violated else _number(self.detectable_excess),
             "detection_probability": POWER,
             "lower_bounds": [[_number(value) for value in row] for row in self.lower_bounds.tolist()],
-            "violations": [pair.to_dict() for pair in self.violations],
-            "pairs": [pair.to_dict() for pair in self.pairs],
+            "power": power,
+            "violations": [pair for pair in pairs if pair["violated"]],
+            "pairs": pairs,
             **({} if self.looks is None else {"looks": self.looks}),
         }
 
@@ -323,6 +349,10 @@ def audit_reports(
         detectable_excess(counts_x[i] / trials_x[i], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error)
         for i in range(len(order))
     ]
+    rare = output_component(space) is not None
+    powers = [() if delta else class_powers(events[pair], encoded_test[pair[0]], int(trials_x[i]), int(trials_other[i]),
+                                            float(limits[i]), error, len(train[pair[0]]), rare)
+              for i, pair in enumerate(order)]
     pairs = [
         PairResult(
             x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
@@ -330,7 +360,7 @@ def audit_reports(
             trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
             violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
             detectable_excess=excesses[i], attack=events[x, x_prime].attack,
-            hockey_stick_lower_bound=float(hockey[i]),
+            hockey_stick_lower_bound=float(hockey[i]), power=powers[i],
         )
         for i, (x, x_prime) in enumerate(order)
     ]
@@ -405,6 +435,29 @@ def default_max_pairs(candidates: int, fresh_all: int, fresh_few: int, allowed: 
 def typical_allowed(allowed: np.ndarray, pairs: list) -> float:
     """The median E entry of ``pairs`` (the all-pairs rule's reference)."""
     return float(np.median([allowed[pair] for pair in pairs]))
+
+
+def class_powers(event, encoded_x, trials_x: int, trials_other: int, allowed: float, error: float, training: int,
+                 rare: bool) -> tuple[dict, ...]:
+    """Per attack class, :func:`~designer.audit.power.class_power` on one tested pair.
+
+    Each class's own witness (``event.alternatives``: the fixed event families,
+    the learned classifiers) gives the event probability under x (its fresh
+    frequency; a class whose witness was never or always seen has no figure).
+    ``rare`` adds the rare-output class (a finite output space).
+    """
+    best: dict[str, dict] = {}
+    for kind, alternative in event.alternatives or ((event.attack, event),):
+        label = "learned classifiers" if kind == "learned" else "event families"
+        count = alternative.count(encoded_x)
+        if not 0 < count < trials_x:
+            continue
+        power = class_power(label, count / trials_x, trials_x, trials_other, allowed, error)
+        if label not in best or power["probability"] > best[label]["probability"]:
+            best[label] = power
+    if rare:
+        best["rare outputs"] = class_power("rare outputs", 0.0, trials_x, trials_other, allowed, error, training)
+    return tuple(best.values())
 
 
 def event_space(train: dict, reports: dict, k: int, support=None, support_arguments=None, alphabet=None,

@@ -266,8 +266,11 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
 
 
 def _report_power(result, out: Console) -> None:
-    """Power per tested pair, for the kind of event its attack found (never next to a violation)."""
+    """Power per tested pair, for the kind of event its attack found, and per attack class (never next to a
+    violation)."""
     from designer.audit.power import POWER
+
+    _report_class_power(result, out)
 
     finite = [pair for pair in result.pairs if math.isfinite(pair.detectable_excess)]
     if not finite:
@@ -282,6 +285,23 @@ def _report_power(result, out: Console) -> None:
         f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
         "untested pairs or for events the attacks cannot express"
     ))
+
+
+def _report_class_power(result, out: Console) -> None:
+    """One line per attack class: the smallest and largest detection probability over the tested pairs."""
+    for kind, row in result.power_by_class().items():
+        low, high = row["smallest"], row["largest"]
+        if kind == "rare outputs":
+            violation = (f"an output of probability {low['event_probability']:g} under x that x' never produces "
+                         "(infinite loss; it must show in x's training reports)")
+        else:
+            violation = (f"an event as likely under x as this class's witness with log P(S|x)/P(S|x') = E + "
+                         f"{row['excess']:g}")
+        span = (f"{low['probability']:.3g} (x={low['pair'][0]} x'={low['pair'][1]}) to {high['probability']:.3g} "
+                f"(x={high['pair'][0]} x'={high['pair'][1]}) per tested pair"
+                if f"{low['probability']:.3g}" != f"{high['probability']:.3g}" else
+                f"{low['probability']:.3g} on every tested pair")
+        out.print(escape(f"  power, {kind}: {violation} would have been detected with probability {span}"))
 
 
 def rounding_hint(declared, privacy, certificate) -> str | None:
