@@ -4,9 +4,9 @@
    other pair at most 1) at 10,000 reports per input: share of seeds ``violated`` with the
    command line's defaults (the adaptive budget, default learned attacks) and with ``--fixed-split``.
 2. The all-pairs rule against the old default (all pairs up to 20 constrained pairs, else 8) at
-   k = 4, 8, 16, fixed split, fixed events: a GRR whose pair (0, 1) leaks on output 0 by the
-   excess the 8-pair test detects with power 0.9 (:func:`designer.audit.power.detectable_excess`),
-   at a budget where the two rules differ.
+   k = 4, 8, 16, fixed split, fixed events, at budgets where the two rules differ: a GRR whose
+   pair (0, 1) leaks on output 0 by the stated excess (0.25) and by the smaller excess the 8-pair
+   test detects with power 0.9 (:func:`designer.audit.power.detectable_excess`).
 3. False alarms of correct GRR, OUE, OLH (with its support), Hadamard response and Laplace
    histogram encoding clients (k = 4 at 1,000 and k = 8 at 2,000 reports per input, eps = 1) at confidence 0.95 with the
    default settings, SEEDS seeds per client: alarms / runs with a Clopper–Pearson upper bound.
@@ -23,55 +23,21 @@ import time
 
 import numpy as np
 
+from bench_audit_attacks import Source, correct_clients, from_channel, leaking_channel
+
 from designer.audit import Budget, audit_reports
 from designer.audit.adaptive import adaptive_audit
-from designer.audit.libraries import local_hashing_support
-from designer.audit.power import detectable_excess
+from designer.audit.power import POWER_EXCESS, detectable_excess
 from designer.audit.statistics import clopper_pearson_upper
 from designer.audit.verdict import DEFAULT_MAX_PAIRS, default_max_pairs
-from designer.mechanisms import GeneralizedRandomizedResponse, HadamardResponse
 from designer.spec import PrivacyMatrix
 
 EPS = 1.0
 
 
-class Source:
-    """A sampler as a report source (for the adaptive audit)."""
-
-    description = "benchmark sampler"
-
-    def __init__(self, sampler):
-        self.sampler = sampler
-
-    def draw(self, x, n, rng, timeout=None):
-        return self.sampler(x, n, rng)
-
-
-def grr_channel(k):
-    channel = np.full((k, k), 1 / (math.e + k - 1))
-    np.fill_diagonal(channel, math.e / (math.e + k - 1))
-    return channel
-
-
-def leaking(k, x, x_prime, loss):
-    """GRR with ``Q[x', x]`` lowered to ``Q[x, x] e^-loss`` (the deficit spread over the outputs other than x, x')."""
-    channel = grr_channel(k)
-    deficit = channel[x_prime, x] - channel[x, x] * math.exp(-loss)
-    channel[x_prime, x] -= deficit
-    others = [y for y in range(k) if y not in (x, x_prime)]
-    channel[x_prime, others] += deficit / len(others)
-    return channel
-
-
-def from_channel(channel):
-    def sample(x, n, rng):
-        return rng.choice(channel.shape[1], n, p=channel[x])
-    return sample
-
-
 def single_pair(seeds: int) -> None:
     k, n = 16, 10_000
-    sampler = from_channel(leaking(k, 3, 7, 1.3))
+    sampler = from_channel(leaking_channel(k, 3, 7, 1.3))
     privacy = PrivacyMatrix.classic(k, EPS)
     print(f"1. one leaking pair (1.3 eps) among 240, k = {k}, {n:,} reports per input, {seeds} seeds", flush=True)
     found = {"default (adaptive)": 0, "--fixed-split": 0}
@@ -96,67 +62,24 @@ def old_default(candidates: int) -> int:
 
 def all_pairs_rule(seeds: int) -> None:
     print(f"2. all-pairs rule against the old default (fixed split, fixed events), {seeds} seeds", flush=True)
-    for k, n in ((4, 2_000), (8, 30_000), (16, 100_000)):
+    for k, n in ((4, 10_000), (8, 40_000), (16, 40_000)):
         candidates, fresh = k * (k - 1), n - int(0.3 * n)
         own = math.e / (math.e + k - 1)
-        excess = detectable_excess(own, fresh, fresh, EPS, 0.05 / DEFAULT_MAX_PAIRS)
-        sampler = from_channel(leaking(k, 0, 1, EPS + excess))
+        small = detectable_excess(own, fresh, fresh, EPS, 0.05 / DEFAULT_MAX_PAIRS)
         privacy = PrivacyMatrix.classic(k, EPS)
-        rules = {"old": old_default(candidates), "new": default_max_pairs(candidates, fresh, fresh, EPS, 0.95)}
-        hits = dict.fromkeys(rules, 0)
-        for seed in range(seeds):
-            rng = np.random.default_rng(seed)
-            reports = {x: sampler(x, n, rng) for x in range(k)}
-            for name, pairs in rules.items():
-                hits[name] += audit_reports(reports, privacy, rng=seed, attacks=(), max_pairs=pairs).violated
+        rules = {"old": old_default(candidates), "new": default_max_pairs(candidates, fresh, EPS, 0.95)}
         shown = {name: "all" if pairs == 0 else str(pairs) for name, pairs in rules.items()}
-        print(f"  k = {k} ({candidates} pairs), {n:,} per input, leak E + {excess:.3f}: old default "
-              f"({shown['old']} pairs) {hits['old']}/{seeds}, new rule ({shown['new']} pairs) {hits['new']}/{seeds}",
-              flush=True)
-
-
-def unary(k):
-    q = 1 / (math.e + 1)
-
-    def sample(x, n, rng):
-        bits = (rng.random((n, k)) < q).astype(np.int8)
-        bits[:, x] = rng.random(n) < 0.5
-        return bits
-    return sample
-
-
-def hashed(k):
-    from xxhash import xxh32_intdigest
-
-    g = int(round(math.exp(EPS))) + 1
-
-    def sample(x, n, rng):
-        seeds = rng.integers(0, 2**40, n)
-        values = np.array([xxh32_intdigest(str(x), int(seed)) % g for seed in seeds])
-        keep = rng.random(n) < math.exp(EPS) / (math.exp(EPS) + g - 1)
-        other = rng.integers(0, g - 1, n)
-        other += other >= values
-        return np.stack([np.where(keep, values, other), seeds], axis=1)
-    return sample
-
-
-def clients(k):
-    grr = GeneralizedRandomizedResponse(k, EPS)
-    hadamard = HadamardResponse(k, EPS)
-
-    def histogram(x, n, rng):
-        values = rng.laplace(scale=2 / EPS, size=(n, k))
-        values[:, x] += 1
-        return values
-
-    return {
-        "GRR (categorical)": (lambda x, n, rng: grr.sample(np.full(n, x), rng), {}),
-        "OUE (bit vectors)": (unary(k), {}),
-        "OLH (hashed, --support)": (hashed(k), {"support": local_hashing_support,
-                                                 "support_arguments": {"protocol": "OLH", "eps": EPS, "k": k}}),
-        "Hadamard response": (lambda x, n, rng: hadamard.sample(np.full(n, x), rng), {}),
-        "histogram encoding (continuous)": (histogram, {}),
-    }
+        for label, excess in (("stated", POWER_EXCESS), ("8-pair detectable", small)):
+            sampler = from_channel(leaking_channel(k, 0, 1, EPS + excess))
+            hits = dict.fromkeys(rules, 0)
+            for seed in range(seeds):
+                rng = np.random.default_rng(seed)
+                reports = {x: sampler(x, n, rng) for x in range(k)}
+                for name, pairs in rules.items():
+                    hits[name] += audit_reports(reports, privacy, rng=seed, attacks=(), max_pairs=pairs).violated
+            print(f"  k = {k} ({candidates} pairs), {n:,} per input, {label} leak E + {excess:.3f}: old default "
+                  f"({shown['old']} pairs) {hits['old']}/{seeds}, new rule ({shown['new']} pairs) "
+                  f"{hits['new']}/{seeds}", flush=True)
 
 
 def false_alarms(seeds: int, k: int = 4, n: int = 1_000) -> None:
@@ -164,7 +87,7 @@ def false_alarms(seeds: int, k: int = 4, n: int = 1_000) -> None:
           f"E = 1, k = {k}, {n:,} reports per input, confidence 0.95, {seeds} seeds each", flush=True)
     privacy = PrivacyMatrix.classic(k, EPS)
     total = runs = 0
-    for name, (sampler, options) in clients(k).items():
+    for name, (sampler, options) in correct_clients(k).items():
         start = time.perf_counter()
         alarms = sum(adaptive_audit(Source(sampler), privacy, Budget(n), np.random.default_rng(20_000 + seed),
                                     **options).violated for seed in range(seeds))

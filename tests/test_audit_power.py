@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import binom
 from typer.testing import CliRunner
 
-from designer.audit import Budget
+from designer.audit import Budget, PythonSampler
 from designer.audit.adaptive import adaptive_audit, choose_adaptive
 from designer.audit.power import (
     RARE_PROBABILITY,
@@ -18,7 +18,7 @@ from designer.audit.power import (
     detection_probability,
 )
 from designer.audit.statistics import log_ratio_lower_bound
-from designer.audit.verdict import DEFAULT_MAX_PAIRS, default_max_pairs
+from designer.audit.verdict import default_max_pairs
 from designer.cli import app
 from designer.spec import PrivacyMatrix
 
@@ -65,18 +65,19 @@ def test_power_of_an_infinite_leak_is_a_binomial_tail_with_a_closed_form_thresho
     assert stated["probability"] == pytest.approx(seen * expected, rel=1e-9) and stated["excess"] == math.inf
 
 
-def test_all_pairs_rule_prices_the_multiplicity_on_the_budget():
-    """All 12 pairs at k = 4 and 7,000 fresh reports (price 0.017); 8 of 240 at k = 16 (price 0.135), all 240 at
-    70,000 (0.033); a budget too small to detect the reference even with 8 pairs tests all pairs."""
-    def price(pairs, fresh):
-        return (detectable_excess(0.1, fresh, fresh, 1.0, 0.05 / pairs)
-                - detectable_excess(0.1, fresh, fresh, 1.0, 0.05 / DEFAULT_MAX_PAIRS))
-
-    assert price(12, 7000) == pytest.approx(0.017, abs=0.002) and default_max_pairs(12, 7000, 7000, 1.0, 0.95) == 0
-    assert price(240, 7000) == pytest.approx(0.135, abs=0.005) and default_max_pairs(240, 7000, 7000, 1.0, 0.95) == 8
-    assert price(240, 70_000) == pytest.approx(0.033, abs=0.003) and default_max_pairs(240, 70_000, 70_000, 1.0, 0.95) == 0
-    assert math.isinf(detectable_excess(0.1, 700, 700, 1.0, 0.05 / 8)) and default_max_pairs(240, 700, 700, 1.0, 0.95) == 0
-    assert default_max_pairs(6, 10, 10, 1.0, 0.95) == 0  # fewer pairs than 8: all
+def test_all_pairs_rule_detects_the_stated_violation_on_every_pair():
+    """All pairs are tested once, at error 0.05 / P, the fresh reports detect an event of probability 0.1 whose
+    log-ratio is E + 0.25 with probability 0.9: 12 pairs (k = 4) from 18,200 fresh reports per input (26,000 per
+    input with the 30% pilot), 240 pairs (k = 16) from 27,090; the exact power there is 0.915 and 0.918, and
+    just below the thresholds under 0.9."""
+    assert default_max_pairs(12, 18_200, 1.0, 0.95) == 0 and default_max_pairs(12, 17_500, 1.0, 0.95) == 8
+    assert default_max_pairs(240, 27_090, 1.0, 0.95) == 0 and default_max_pairs(240, 26_000, 1.0, 0.95) == 8
+    other = 0.1 * math.exp(-1.25)
+    assert detection_probability(0.1, 18_200, other, 18_200, 1.0, 0.05 / 12) == pytest.approx(0.915, abs=0.002)
+    assert detection_probability(0.1, 27_090, other, 27_090, 1.0, 0.05 / 240) == pytest.approx(0.918, abs=0.002)
+    assert detection_probability(0.1, 17_500, other, 17_500, 1.0, 0.05 / 12) < 0.9
+    assert default_max_pairs(6, 10, 1.0, 0.95) == 0  # at most 8 pairs: all
+    assert default_max_pairs(12, 18_200, 2.0, 0.95) == 8  # a larger E needs more reports (p' = p e^-(E + 0.25))
 
 
 def test_the_adaptive_budget_is_the_default_when_the_audit_draws_its_reports():
@@ -124,30 +125,7 @@ def test_false_alarms_at_the_defaults():
     """The default (adaptive) audit of correct GRR, unary-encoding and Laplace-histogram clients (k = 4, 600 reports
     per input, default attacks), 10 seeds each: at most 2 alarms of 30 (the level is 5%; the 200-seed version
     of every client is benchmarks/bench_audit_defaults.py)."""
-    k, q = 4, 1 / (math.e + 1)
-
-    class Source:
-        description = "test"
-
-        def __init__(self, sampler):
-            self.draw = lambda x, n, rng, timeout=None: sampler(x, n, rng)
-
-    def grr(x, n, rng):
-        keep = rng.random(n) < math.e / (math.e + k - 1)
-        other = rng.integers(0, k - 1, n)
-        return np.where(keep, x, other + (other >= x))
-
-    def unary(x, n, rng):
-        bits = (rng.random((n, k)) < q).astype(np.int8)
-        bits[:, x] = rng.random(n) < 0.5
-        return bits
-
-    def histogram(x, n, rng):
-        values = rng.laplace(scale=2.0, size=(n, k))
-        values[:, x] += 1
-        return values
-
-    alarms = sum(adaptive_audit(Source(sampler), PrivacyMatrix.classic(k, 1.0), Budget(600),
-                                np.random.default_rng(seed)).violated
-                 for sampler in (grr, unary, histogram) for seed in range(10))
+    alarms = sum(adaptive_audit(PythonSampler(f"{SAMPLERS}:{name}", {"eps": 1.0, "k": 4}), PrivacyMatrix.classic(4, 1.0),
+                                Budget(600), np.random.default_rng(seed)).violated
+                 for name in ("grr", "unary", "histogram") for seed in range(10))
     assert alarms <= 2

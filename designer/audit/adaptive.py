@@ -145,9 +145,8 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     max_pairs = options.pop("max_pairs", None)
     candidates = constrained_pairs(reports, privacy)
     if max_pairs is None:  # all pairs when affordable (each input then gets its own rest)
-        few_inputs = min(k, 2 * DEFAULT_MAX_PAIRS)
-        every = default_max_pairs(len(candidates), rest // k, rest // few_inputs,
-                                  typical_allowed(privacy.epsilon, candidates), options.get("confidence", 0.95))
+        every = default_max_pairs(len(candidates), rest // k, typical_allowed(privacy.epsilon, candidates),
+                                  options.get("confidence", 0.95))
         max_pairs = None if every else 0
     narrow = max_pairs is None or 0 < max_pairs < NARROW_PAIRS
     if narrow and len(candidates) >= NARROW_MIN_PAIRS:

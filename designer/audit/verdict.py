@@ -32,7 +32,7 @@ import numpy as np
 
 from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
-from designer.audit.power import POWER, class_power, detectable_excess
+from designer.audit.power import POWER, POWER_EXCESS, class_power, detectable_excess
 from designer.audit.sources import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
@@ -46,12 +46,9 @@ from designer.spec import PrivacyMatrix
 #: Pairs tested when ``max_pairs`` is not given and testing all of them costs too much power
 #: (:func:`default_max_pairs`; the most promising on the training split).
 DEFAULT_MAX_PAIRS = 8
-#: The reference violation of the all-pairs rule (:func:`default_max_pairs`): an event of this
-#: probability under x.
+#: The stated violation of the all-pairs rule (:func:`default_max_pairs`): an event of this
+#: probability under x (whose log-ratio exceeds E by :data:`~designer.audit.power.POWER_EXCESS`).
 REFERENCE_PROBABILITY = 0.1
-#: All pairs are tested by default while that raises the reference violation's detectable excess
-#: (power 0.9) by at most this much over testing :data:`DEFAULT_MAX_PAIRS` pairs.
-ALL_PAIRS_PRICE = 0.05
 #: Beyond this many constrained pairs, an output space screens them first (largest smoothed
 #: training log-ratio over single outputs minus E; a max-plus product, :mod:`solvers.maxplus`).
 MAX_SCREENED_PAIRS = 4096
@@ -323,8 +320,8 @@ def audit_reports(
     constrained = constrained_pairs(train, privacy)
     candidates = constrained if pairs is None else list(pairs)
     if max_pairs is None:
-        fresh = min(planned.values())
-        max_pairs = default_max_pairs(len(candidates), fresh, fresh, typical_allowed(allowed, candidates), confidence)
+        max_pairs = default_max_pairs(len(candidates), min(planned.values()), typical_allowed(allowed, candidates),
+                                      confidence)
     tested = len(candidates) if not max_pairs else min(max_pairs, len(candidates))
     error = (1 - confidence) / tested
     screened = _screen(candidates, space, encoded_train, allowed)
@@ -391,31 +388,27 @@ def audit_reports(
     )
 
 
-def default_max_pairs(candidates: int, fresh_all: int, fresh_few: int, allowed: float, confidence: float) -> int:
+def default_max_pairs(candidates: int, fresh: int, allowed: float, confidence: float) -> int:
     """All pairs (0) when the budget affords them, else :data:`DEFAULT_MAX_PAIRS` (the most promising).
 
     Testing all ``P`` candidate pairs needs no ranking (a leaking pair cannot be
-    ranked out) but tests each at error ``(1 - confidence) / P`` instead of
-    ``(1 - confidence) / 8``. The rule prices that multiplicity on a reference
-    violation: an event of probability :data:`REFERENCE_PROBABILITY` under x on a
-    pair with E entry ``allowed``. Its detectable excess at power 0.9
-    (:func:`~designer.audit.power.detectable_excess`) with all pairs, on
-    ``fresh_all`` fresh reports per input, is compared with the excess with 8
-    pairs on ``fresh_few`` (an adaptive audit gives fewer inputs more reports);
-    all pairs are tested when the difference is at most :data:`ALL_PAIRS_PRICE`,
-    or when even 8 pairs would not detect the reference (a budget too small to
-    rank pairs reliably).
-    The price shrinks like ``1 / sqrt(fresh reports)``: a larger budget affords
-    more pairs.
+    ranked out) but tests each at error ``(1 - confidence) / P``. The budget
+    affords it when, at that level, ``fresh`` reports per input still detect a
+    violation of the stated size on every pair with probability
+    :data:`~designer.audit.power.POWER` (0.9): an event of probability
+    :data:`REFERENCE_PROBABILITY` under x whose log-ratio exceeds ``allowed`` by
+    :data:`~designer.audit.power.POWER_EXCESS` (the size the per-class power
+    statement uses; :func:`~designer.audit.power.detectable_excess`). Otherwise
+    the pilot ranks the pairs and the best 8 are tested at ``(1 - confidence) / 8``.
 
     Parameters
     ----------
     candidates : int
         Constrained pairs.
-    fresh_all, fresh_few : int
-        Fresh reports per input when all pairs, or :data:`DEFAULT_MAX_PAIRS` pairs, are tested.
+    fresh : int
+        Fresh reports per input when all pairs are tested.
     allowed : float
-        A typical finite E entry (the median of the candidates').
+        A typical finite E entry (:func:`typical_allowed`).
     confidence : float
 
     Returns
@@ -424,12 +417,8 @@ def default_max_pairs(candidates: int, fresh_all: int, fresh_few: int, allowed: 
     """
     if candidates <= DEFAULT_MAX_PAIRS:
         return 0
-    error = 1 - confidence
-    every = detectable_excess(REFERENCE_PROBABILITY, fresh_all, fresh_all, allowed, error / candidates)
-    few = detectable_excess(REFERENCE_PROBABILITY, fresh_few, fresh_few, allowed, error / DEFAULT_MAX_PAIRS)
-    if math.isinf(few):  # even 8 pairs miss the reference: ranking them would be noise
-        return 0
-    return 0 if every - few <= ALL_PAIRS_PRICE else DEFAULT_MAX_PAIRS
+    excess = detectable_excess(REFERENCE_PROBABILITY, fresh, fresh, allowed, (1 - confidence) / candidates)
+    return 0 if excess <= POWER_EXCESS else DEFAULT_MAX_PAIRS
 
 
 def typical_allowed(allowed: np.ndarray, pairs: list) -> float:
