@@ -1,7 +1,8 @@
 """Adaptive budgets: a pilot on every input, a narrowing round on the suspicious pairs, the rest tested.
 
 A fixed split spends most reports on inputs that leak nothing. Here the
-budget of ``N`` reports per input is spent in up to three stages:
+budget of ``N`` reports per input is spent in up to three stages (the command
+line's default whenever the audit draws its own reports, :func:`choose_adaptive`):
 
 1. **pilot** — ``train_fraction * N`` reports of *every* input (every pair and
    every output gets a look; a rare output seen under one input only is
@@ -13,8 +14,10 @@ budget of ``N`` reports per input is spent in up to three stages:
    together choose the events again and rank those pairs only (a pair whose
    pilot evidence was noisy gets a second, larger look);
 3. **fresh** — the remaining reports, split equally among the inputs of the
-   ``max_pairs`` pairs finally chosen (default :data:`NARROWED_MAX_PAIRS` after a
-   narrowing round); the chosen events are tested on them
+   ``max_pairs`` pairs finally chosen (default: all pairs when
+   :func:`~designer.audit.verdict.default_max_pairs` says the budget affords them,
+   else :data:`NARROWED_MAX_PAIRS` after a narrowing round, else 8); the chosen
+   events are tested on them
    (:func:`designer.audit.verdict.audit_reports` with ``second_stage``).
 
 Every stage's reports are drawn after, and independently of, the choices made
@@ -102,6 +105,9 @@ def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks:
 def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
                    train_fraction: float = DEFAULT_TRAIN_FRACTION, progress=None, **options) -> AuditResult:
     """Audit ``source`` with a pilot on every input and the rest of ``budget`` on the chosen pairs' inputs.
+
+    The whole budget's memory is checked before the pilot (a probe of at most
+    :data:`~designer.audit.collect.PROBE` reports of input 0, on a child generator).
 
     Parameters
     ----------
