@@ -12,7 +12,7 @@
    default settings, SEEDS seeds per client: alarms / runs with a Clopper–Pearson upper bound.
 
 Run: ``.venv/bin/python benchmarks/bench_audit_defaults.py [SEEDS] [PAIR_SEEDS]`` (defaults 200 and 40;
-about 25 minutes on a shared 2-core machine).
+about 16 minutes on a shared 2-core machine).
 """
 
 from __future__ import annotations
