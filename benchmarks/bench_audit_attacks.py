@@ -68,14 +68,19 @@ def grr_channel(k=K):
     return channel
 
 
-def leaking_pair_channel():
-    """GRR with Q[7, 3] lowered to Q[3, 3] e^-1.3 (the deficit spread over outputs other than 3 and 7)."""
-    channel = grr_channel()
-    deficit = channel[7, 3] - channel[3, 3] * math.exp(-1.3)
-    channel[7, 3] -= deficit
-    others = [y for y in range(K) if y not in (3, 7)]
-    channel[7, others] += deficit / len(others)
+def leaking_channel(k, x, x_prime, loss):
+    """GRR with ``Q[x', x]`` lowered to ``Q[x, x] e^-loss`` (the deficit spread over the outputs other than x, x')."""
+    channel = grr_channel(k)
+    deficit = channel[x_prime, x] - channel[x, x] * math.exp(-loss)
+    channel[x_prime, x] -= deficit
+    others = [y for y in range(k) if y not in (x, x_prime)]
+    channel[x_prime, others] += deficit / len(others)
     return channel
+
+
+def leaking_pair_channel():
+    """GRR whose pair (3, 7) has loss 1.3 on output 3."""
+    return leaking_channel(K, 3, 7, 1.3)
 
 
 def from_channel(channel):
@@ -138,8 +143,8 @@ def planted(seeds: int) -> None:
                   f"({seconds:.1f} s per audit)", flush=True)
 
 
-def false_alarms(seeds: int) -> None:
-    k, n = 8, 2000
+def correct_clients(k: int) -> dict:
+    """Correct eps = 1 clients of every report shape: name -> (sampler, audit options)."""
     hadamard = HadamardResponse(k, EPS)
     grr = GeneralizedRandomizedResponse(k, EPS)
 
@@ -148,7 +153,7 @@ def false_alarms(seeds: int) -> None:
         values[:, x] += 1
         return values
 
-    clients = {
+    return {
         "GRR": (lambda x, m, rng: grr.sample(np.full(m, x), rng), {}),
         "OUE": (lambda x, m, rng: unary(x, m, rng, k=k), {}),
         "OLH": (lambda x, m, rng: hashed(x, m, rng, k=k),
@@ -156,6 +161,11 @@ def false_alarms(seeds: int) -> None:
         "Hadamard response": (lambda x, m, rng: hadamard.sample(np.full(m, x), rng), {}),
         "histogram encoding": (histogram, {}),
     }
+
+
+def false_alarms(seeds: int) -> None:
+    k, n = 8, 2000
+    clients = correct_clients(k)
     print(f"2. false alarms: correct clients at eps = 1 against E = 1, k = {k}, n = {n:,}, {seeds} seeds each")
     privacy = PrivacyMatrix.classic(k, EPS)
     for name, (sampler, options) in clients.items():

@@ -64,7 +64,8 @@ def test_time_budget_covers_the_whole_run(E4):
 
 def test_a_program_that_never_answers_times_out(E4):
     start = time.perf_counter()
-    one_line_error(audit("--E", E4, "--command", "sleep 30", "--reports-per-input", 100, "--timeout", 0.5),
+    one_line_error(audit("--E", E4, "--command", "sleep 30", "--reports-per-input", 100, "--timeout", 0.5,
+                         "--fixed-split"),
                    "did not answer 100 inputs within 0.5 s")
     one_line_error(audit("--E", E4, "--command", "sleep 30", "--seconds", 0.5), "did not answer 64 inputs")
     assert time.perf_counter() - start < 10
@@ -83,7 +84,8 @@ def test_a_sampler_that_exits_is_bad_input(E4, code):
     ("with_none", "the sampler (input 0): report 5 is missing (None)"),
 ])
 def test_malformed_reports_name_the_input_and_the_report(E4, sampler, fragment):
-    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100), fragment)
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100, "--fixed-split"),
+                   fragment)
 
 
 def test_missing_report_file_is_named(E4, tmp_path):
@@ -97,7 +99,7 @@ def test_mixed_reports_are_text_and_a_rare_text_report_is_a_leak(E4):
     unified = unify_reports({0: np.array([0, 2]), 1: mixed})
     assert unified[0].tolist() == ["0", "2"]
     result = audit("--E", E4, "--sampler", f"{SAMPLERS}:tagged", "--arg", "eps=1", "--arg", "k=4", "--arg", "rate=0.05",
-                   "--reports-per-input", 4000, "--seed", 3, "--json")
+                   "--reports-per-input", 4000, "--seed", 3, "--json", "--fixed-split")
     assert result.exit_code == 1, result.output
     payload = json.loads(result.stdout)
     assert "'trace'" in payload["violations"][0]["event"] and payload["violations"][0]["x"] == 3

@@ -66,4 +66,4 @@ def test_command_line_looks(tmp_path):
                                       "--arg", "k=4", "--reports-per-input", "400", "--looks", bad])
         assert refused.exit_code == 2 and "--looks" in refused.output and "Traceback" not in refused.output
     mixed = runner.invoke(app, [*common, "--adaptive"])
-    assert mixed.exit_code == 2 and "--looks draws the reports in steps" in mixed.output
+    assert mixed.exit_code == 2 and "--looks audits the whole sample at each look" in mixed.output

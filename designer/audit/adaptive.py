@@ -1,7 +1,8 @@
 """Adaptive budgets: a pilot on every input, a narrowing round on the suspicious pairs, the rest tested.
 
 A fixed split spends most reports on inputs that leak nothing. Here the
-budget of ``N`` reports per input is spent in up to three stages:
+budget of ``N`` reports per input is spent in up to three stages (the command
+line's default whenever the audit draws its own reports, :func:`choose_adaptive`):
 
 1. **pilot** — ``train_fraction * N`` reports of *every* input (every pair and
    every output gets a look; a rare output seen under one input only is
@@ -13,8 +14,10 @@ budget of ``N`` reports per input is spent in up to three stages:
    together choose the events again and rank those pairs only (a pair whose
    pilot evidence was noisy gets a second, larger look);
 3. **fresh** — the remaining reports, split equally among the inputs of the
-   ``max_pairs`` pairs finally chosen (default :data:`NARROWED_MAX_PAIRS` after a
-   narrowing round); the chosen events are tested on them
+   ``max_pairs`` pairs finally chosen (default: all pairs when
+   :func:`~designer.audit.verdict.default_max_pairs` says the budget affords them,
+   else :data:`NARROWED_MAX_PAIRS` after a narrowing round, else 8); the chosen
+   events are tested on them
    (:func:`designer.audit.verdict.audit_reports` with ``second_stage``).
 
 Every stage's reports are drawn after, and independently of, the choices made
@@ -28,17 +31,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from designer.audit.collect import Budget, collect_reports
+from designer.audit.collect import PROBE, Budget, check_memory, collect_reports, report_bytes
 from designer.audit.sources import ReportSource, concatenate_reports, unify_reports
 from designer.audit.verdict import (
+    DEFAULT_MAX_PAIRS,
     DEFAULT_TRAIN_FRACTION,
     AuditResult,
     audit_reports,
     component_part,
     constrained_pairs,
+    default_max_pairs,
     event_space,
     output_component,
     rank_pairs,
+    typical_allowed,
 )
 from designer.spec import PrivacyMatrix
 
@@ -58,9 +64,50 @@ NARROW_SHARE = 0.5
 NARROWED_MAX_PAIRS = 2
 
 
+def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks: bool, whole_channel: bool) -> bool:
+    """Whether an audit spends its budget adaptively (the default whenever it can).
+
+    Parameters
+    ----------
+    requested : bool or None
+        ``--adaptive`` (True), ``--fixed-split`` (False), neither (None).
+    draws : bool
+        The audit draws its own reports (``--sampler``, ``--command``; not a ``--reports`` file).
+    per_input : bool
+        The budget is a number of reports per input (``--reports-per-input``; a ``--seconds``
+        budget has no total to reallocate).
+    looks : bool
+        Early stopping (``--looks``), which audits the whole sample at every look (a fixed split).
+    whole_channel : bool
+        The channel is estimated (``--declared``, ``--channel-out``): every input needs the same
+        reports.
+
+    Returns
+    -------
+    bool: adaptive when requested or by default when nothing above rules it out; an explicit
+    ``--adaptive`` that something rules out is refused with the reason.
+    """
+    if requested is False:
+        return False
+    if requested:
+        if not draws or whole_channel:
+            raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
+                             "--command, and estimates no channel (--declared, --channel-out)")
+        if not per_input:
+            raise ValueError("--adaptive needs --reports-per-input (a budget to reallocate)")
+        if looks:
+            raise ValueError("--looks audits the whole sample at each look (a fixed split): drop --adaptive "
+                             "or --looks")
+        return True
+    return draws and per_input and not looks and not whole_channel
+
+
 def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
                    train_fraction: float = DEFAULT_TRAIN_FRACTION, progress=None, **options) -> AuditResult:
     """Audit ``source`` with a pilot on every input and the rest of ``budget`` on the chosen pairs' inputs.
+
+    The whole budget's memory is checked before the pilot (a probe of at most
+    :data:`~designer.audit.collect.PROBE` reports of input 0, on a child generator).
 
     Parameters
     ----------
@@ -85,6 +132,10 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     if rest < 4:
         raise ValueError(f"--reports-per-input {budget.reports_per_input} leaves no fresh reports after the pilot")
     total = budget.reports_per_input * k
+    # the whole budget is held at the end: refuse it up front (a probe, on a child generator that
+    # leaves rng's stream as it was, measures a report's size)
+    check_memory(report_bytes(source.draw(0, min(PROBE, pilot), rng.spawn(1)[0])), total, budget.max_memory,
+                 f"--reports-per-input {budget.reports_per_input:,} for {k} inputs")
     drawn = {"count": pilot * k}
 
     def draw(inputs: list[int], per_input: int) -> dict[int, np.ndarray]:
@@ -98,8 +149,13 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
                                             lambda fraction: report(fraction * pilot * k / total)))
     pairs = None
     max_pairs = options.pop("max_pairs", None)
+    candidates = constrained_pairs(reports, privacy)
+    if max_pairs is None:  # all pairs when affordable (each input then gets its own rest)
+        every = default_max_pairs(len(candidates), rest // k, typical_allowed(privacy.epsilon, candidates),
+                                  options.get("confidence", 0.95))
+        max_pairs = None if every else 0
     narrow = max_pairs is None or 0 < max_pairs < NARROW_PAIRS
-    if narrow and len(constrained_pairs(reports, privacy)) >= NARROW_MIN_PAIRS:
+    if narrow and len(candidates) >= NARROW_MIN_PAIRS:
         max_pairs = max_pairs or NARROWED_MAX_PAIRS
         pairs = _narrowing_candidates(reports, privacy, rng, rest, options)
         inputs = sorted({x for pair in pairs for x in pair})
@@ -107,6 +163,9 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
         extra = draw(inputs, second)
         reports = _joined(reports, extra)
         rest -= second * len(inputs)
+
+    if max_pairs is None:
+        max_pairs = DEFAULT_MAX_PAIRS
 
     def second_stage(inputs: list[int]) -> dict[int, np.ndarray]:
         return draw(inputs, max(2, rest // len(inputs)))

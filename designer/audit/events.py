@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -73,6 +73,8 @@ class Event:
     held_out_bound: float = -np.inf
     attack: str = ""
     summary: str | None = None
+    #: Each component space's own event, as ``(space kind, event)`` (:class:`EitherSpace`).
+    alternatives: tuple = ()
 
     def dominates(self, other: "Event") -> bool:
         """Better than ``other`` on both training criteria: held-out bound and predicted fresh bound.
@@ -415,16 +417,22 @@ class EitherSpace(EventSpace):
         return tuple(space.encode(reports) for space in self.spaces)
 
     def select(self, x, x_prime, train_x, train_other, error, test_x=None, test_other=None) -> Event:
-        best = None
-        for index, space in enumerate(self.spaces):
-            event = space.select(x, x_prime, train_x[index], train_other[index], error, test_x, test_other)
-            if best is None or event.dominates(best[1]):
-                best = index, event
-        index, event = best
+        events = [self._lifted(index, space.select(x, x_prime, train_x[index], train_other[index], error, test_x,
+                                                   test_other))
+                  for index, space in enumerate(self.spaces)]
+        best = events[0]
+        for event in events[1:]:
+            if event.dominates(best):
+                best = event
+        alternatives = tuple((space.kind, event) for space, event in zip(self.spaces, events))
+        return replace(best, alternatives=alternatives)
+
+    @staticmethod
+    def _lifted(index: int, event: Event) -> Event:
+        """A component's event, read from the whole :meth:`encode` tuple."""
         inner = event.cell_map
         cell_map = CellMap(lambda encoded: inner.cells(encoded[index]), inner.n_cells, inner.describe_cell)
-        return Event(cell_map, event.chosen, event.predicted_lower_bound, event.held_out_bound, attack=event.attack,
-                     summary=event.summary)
+        return replace(event, cell_map=cell_map)
 
     def component(self, kind: type) -> tuple[int, EventSpace] | None:
         """The first space of this type and its position in the encodings."""

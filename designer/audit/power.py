@@ -1,4 +1,5 @@
-"""The power statement of an audit: the smallest excess over E it would have detected.
+"""The power statement of an audit: the smallest excess over E it would have detected, and per attack class
+the exact probability of detecting a violation of a stated kind and size.
 
 Normal approximation (the delta method on the Clopper–Pearson bounds). With an
 event of probability ``p`` under x on ``n`` fresh reports and ``p'`` under x'
@@ -10,10 +11,16 @@ estimated log-ratio is about normal with mean ``E + delta`` and variance
 ``Phi((delta - z (s + s')) / sqrt(s^2 + s'^2))``. Detecting with probability
 ``power`` needs ``delta = z (s + s') + z_power sqrt(s^2 + s'^2)``, where
 ``p' = p exp(-(E + delta))`` (solved by bisection, since s' grows with delta).
+
+:func:`detection_probability` is exact instead (binomial tails of the
+Clopper–Pearson test itself; a lower bound on a coarser grid for very large budgets), and :func:`class_power` states it per attack
+class and pair: "a violation of this kind and size would have been detected
+with probability p".
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 from designer.audit.statistics import normal_quantile
@@ -62,3 +69,108 @@ def detectable_excess(probability: float, trials: int, trials_other: int, allowe
         middle = (low + high) / 2
         low, high = (middle, high) if needed(middle) > 0 else (low, middle)
     return high
+
+
+#: Stated size of the per-class power: a log-ratio exceeding E by this much.
+POWER_EXCESS = 0.25
+#: Stated probability under x of the rare-output violation (an output x' never produces).
+RARE_PROBABILITY = 1e-3
+#: Binomial tails below this are left out of the exact power sums.
+TAIL = 1e-12
+#: Counts evaluated per range in the power sums (beyond, every ``step`` counts: a lower bound).
+GRID = 512
+
+
+@functools.lru_cache(maxsize=4096)  # pairs share rare-output figures, and classes often the same witness
+def detection_probability(probability: float, trials: int, probability_other: float, trials_other: int,
+                          allowed: float, error: float) -> float:
+    """Probability that the audit's test rejects ``E[x, x'] = allowed`` on an event of known probabilities.
+
+    The test rejects when the Clopper–Pearson lower bound on ``log P(S|x)/P(S|x')``
+    at total error ``error`` (split in halves,
+    :func:`designer.audit.statistics.log_ratio_lower_bound`) exceeds ``allowed``.
+    The bound is ``log L(c) - log U(c')`` with ``L`` increasing in the count ``c``
+    under x and ``U`` increasing in ``c'`` under x', so for each ``c'`` the test
+    rejects exactly when ``c >= c*(c')``, and the power is
+
+        ``sum_{c'} P(Bin(n', p') = c') P(Bin(n, p) >= c*(c'))``
+
+    over the counts that carry more than :data:`TAIL` of probability. Exact when
+    both count ranges hold at most :data:`GRID` values (up to about 10^5 reports
+    at p = 0.1); beyond, ``L`` and ``U`` are evaluated every ``step`` counts and
+    each block of ``c'`` takes its largest count and the first grid count past
+    the threshold — both raise ``c*`` — so the result is a lower bound on the
+    power (within about ``step / sd`` of a standard deviation's shift).
+
+    Parameters
+    ----------
+    probability, probability_other : float
+        ``P(S | x)`` and ``P(S | x')`` (``probability_other = 0``: an event x' never produces).
+    trials, trials_other : int
+        Fresh reports of x and of x'.
+    allowed : float
+        ``E[x, x']``.
+    error : float
+        The test's error (``(1 - confidence) / pairs tested``: Bonferroni; Holm rejects at least as often).
+
+    Returns
+    -------
+    float in [0, 1].
+    """
+    import numpy as np
+    from scipy.stats import binom
+
+    from designer.audit.statistics import clopper_pearson_lower, clopper_pearson_upper
+
+    if probability <= 0 or trials < 1 or trials_other < 1:
+        return 0.0
+    counts = _count_grid(trials, probability, first=1)
+    with np.errstate(divide="ignore"):
+        lower = np.log(clopper_pearson_lower(counts, trials, error / 2))
+    others = _count_grid(trials_other, probability_other)
+    upper = np.log(clopper_pearson_upper(others, trials_other, error / 2))
+    first = np.searchsorted(lower, allowed + upper, side="right")  # first grid count past c*(c')
+    reach = first < len(counts)
+    tails = np.where(reach, binom.sf(counts[np.minimum(first, len(counts) - 1)] - 1, trials, probability), 0.0)
+    below = np.concatenate([[others[0] - 1], others[:-1]])
+    masses = binom.cdf(others, trials_other, probability_other) - binom.cdf(below, trials_other, probability_other)
+    return float(np.clip(np.sum(masses * tails), 0.0, 1.0))
+
+
+def _count_grid(trials: int, probability: float, first: int = 0):
+    """Counts from the :data:`TAIL` to the ``1 - TAIL`` quantile of ``Bin(trials, probability)``, every
+    ``step`` counts so that at most :data:`GRID` + 1 are kept (both ends included)."""
+    import numpy as np
+    from scipy.stats import binom
+
+    low, high = (int(v) for v in binom.ppf([TAIL, 1 - TAIL], trials, probability))
+    low = max(low, first)
+    high = max(high, low)
+    step = max(1, -(-(high - low) // GRID))
+    return np.unique(np.append(np.arange(low, high + 1, step), high))
+
+
+def class_power(kind: str, probability: float, trials: int, trials_other: int, allowed: float, error: float,
+                training: int = 0) -> dict:
+    """The power statement of one attack class on one tested pair.
+
+    * ``event families`` and ``learned classifiers``: an event as likely under x
+      as the class's witness (``probability``, its fresh frequency) whose
+      log-ratio is ``allowed +`` :data:`POWER_EXCESS` is detected with the
+      returned probability (:func:`detection_probability`);
+    * ``rare outputs``: an output of probability :data:`RARE_PROBABILITY` under x
+      that x' never produces (infinite loss) must show in x's ``training``
+      reports to become an event, then be rejected on the fresh split:
+      ``(1 - (1 - rho)^training) * detection_probability(rho, ..., 0, ...)``.
+
+    Returns
+    -------
+    dict with ``class``, ``event_probability``, ``excess`` (``inf`` for rare outputs) and ``probability``.
+    """
+    if kind == "rare outputs":
+        seen = 1 - (1 - RARE_PROBABILITY) ** training
+        detected = seen * detection_probability(RARE_PROBABILITY, trials, 0.0, trials_other, allowed, error)
+        return {"class": kind, "event_probability": RARE_PROBABILITY, "excess": math.inf, "probability": detected}
+    other = probability * math.exp(-(allowed + POWER_EXCESS))
+    detected = detection_probability(probability, trials, other, trials_other, allowed, error)
+    return {"class": kind, "event_probability": probability, "excess": POWER_EXCESS, "probability": detected}

@@ -32,7 +32,7 @@ import numpy as np
 
 from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
-from designer.audit.power import POWER, detectable_excess
+from designer.audit.power import POWER, POWER_EXCESS, class_power, detectable_excess
 from designer.audit.sources import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
@@ -43,12 +43,12 @@ from designer.audit.statistics import (
 )
 from designer.spec import PrivacyMatrix
 
-#: Pairs tested when ``max_pairs`` is not given and more than :data:`ALL_PAIRS_LIMIT` pairs are
-#: constrained (the most promising on the training split).
+#: Pairs tested when ``max_pairs`` is not given and testing all of them costs too much power
+#: (:func:`default_max_pairs`; the most promising on the training split).
 DEFAULT_MAX_PAIRS = 8
-#: Up to this many constrained pairs, all are tested by default (Holm over 20 pairs costs
-#: ``z(0.05/40) = 3.02`` against ``z(0.05/16) = 2.73`` for 8, and no pair can be ranked out).
-ALL_PAIRS_LIMIT = 20
+#: The stated violation of the all-pairs rule (:func:`default_max_pairs`): an event of this
+#: probability under x (whose log-ratio exceeds E by :data:`~designer.audit.power.POWER_EXCESS`).
+REFERENCE_PROBABILITY = 0.1
 #: Beyond this many constrained pairs, an output space screens them first (largest smoothed
 #: training log-ratio over single outputs minus E; a max-plus product, :mod:`solvers.maxplus`).
 MAX_SCREENED_PAIRS = 4096
@@ -76,6 +76,9 @@ class PairResult:
     detectable_excess: float = math.inf
     attack: str = ""
     hockey_stick_lower_bound: float = -math.inf
+    #: Per attack class, the exact probability of detecting a violation of a stated kind and size
+    #: (:func:`~designer.audit.power.class_power`); empty for an (E, delta) audit.
+    power: tuple = ()
 
     @property
     def log_ratio(self) -> float:
@@ -103,6 +106,8 @@ class PairResult:
             "violated": self.violated,
             "detectable_excess": _number(self.detectable_excess),
             "hockey_stick_lower_bound": _number(self.hockey_stick_lower_bound),
+            "power": [{key: _number(value) if isinstance(value, float) else value for key, value in entry.items()}
+                      for entry in self.power],
         }
 
 
@@ -169,8 +174,28 @@ class AuditResult:
         """The tested pair with the largest ``lower_bound - E``."""
         return self.pairs[0]
 
+    def power_by_class(self) -> dict[str, dict]:
+        """Per attack class, the tested pair with the smallest and the one with the largest detection probability."""
+        summary: dict[str, dict] = {}
+        for pair in self.pairs:
+            for entry in pair.power:
+                row = summary.setdefault(entry["class"], {"excess": entry["excess"], "smallest": None, "largest": None})
+                item = {"probability": entry["probability"], "pair": [pair.x, pair.x_prime],
+                        "event_probability": entry["event_probability"]}
+                if row["smallest"] is None or item["probability"] < row["smallest"]["probability"]:
+                    row["smallest"] = item
+                if row["largest"] is None or item["probability"] > row["largest"]["probability"]:
+                    row["largest"] = item
+        return summary
+
     def to_dict(self) -> dict:
         counts = list(self.reports_per_input.values())
+        pairs = [pair.to_dict() for pair in self.pairs]
+        if self.violated:  # a power statement is reassurance: none next to a violation
+            for pair in pairs:
+                pair.pop("power")
+        power = None if self.violated else {
+            kind: {**row, "excess": _number(row["excess"])} for kind, row in self.power_by_class().items()}
         return {
             "verdict": self.verdict,
             "confidence": self.confidence,
@@ -187,8 +212,9 @@ class AuditResult:
             "detectable_excess": None if self.violated else _number(self.detectable_excess),
             "detection_probability": POWER,
             "lower_bounds": [[_number(value) for value in row] for row in self.lower_bounds.tolist()],
-            "violations": [pair.to_dict() for pair in self.violations],
-            "pairs": [pair.to_dict() for pair in self.pairs],
+            "power": power,
+            "violations": [pair for pair in pairs if pair["violated"]],
+            "pairs": pairs,
             **({} if self.looks is None else {"looks": self.looks}),
         }
 
@@ -294,7 +320,8 @@ def audit_reports(
     constrained = constrained_pairs(train, privacy)
     candidates = constrained if pairs is None else list(pairs)
     if max_pairs is None:
-        max_pairs = default_max_pairs(len(candidates))
+        max_pairs = default_max_pairs(len(candidates), min(planned.values()), typical_allowed(allowed, candidates),
+                                      confidence)
     tested = len(candidates) if not max_pairs else min(max_pairs, len(candidates))
     error = (1 - confidence) / tested
     screened = _screen(candidates, space, encoded_train, allowed)
@@ -319,6 +346,10 @@ def audit_reports(
         detectable_excess(counts_x[i] / trials_x[i], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error)
         for i in range(len(order))
     ]
+    rare = output_component(space) is not None
+    powers = [() if delta else class_powers(events[pair], encoded_test[pair[0]], int(trials_x[i]), int(trials_other[i]),
+                                            float(limits[i]), error, len(train[pair[0]]), rare)
+              for i, pair in enumerate(order)]
     pairs = [
         PairResult(
             x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
@@ -326,7 +357,7 @@ def audit_reports(
             trials_other=int(trials_other[i]), lower_bound=float(bounds[i]), p_value=float(p_values[i]),
             violated=bool(rejected[i]), predicted_lower_bound=events[x, x_prime].predicted_lower_bound,
             detectable_excess=excesses[i], attack=events[x, x_prime].attack,
-            hockey_stick_lower_bound=float(hockey[i]),
+            hockey_stick_lower_bound=float(hockey[i]), power=powers[i],
         )
         for i, (x, x_prime) in enumerate(order)
     ]
@@ -357,9 +388,65 @@ def audit_reports(
     )
 
 
-def default_max_pairs(candidates: int) -> int:
-    """All pairs (0) up to :data:`ALL_PAIRS_LIMIT` candidates, else :data:`DEFAULT_MAX_PAIRS`."""
-    return 0 if candidates <= ALL_PAIRS_LIMIT else DEFAULT_MAX_PAIRS
+def default_max_pairs(candidates: int, fresh: int, allowed: float, confidence: float) -> int:
+    """All pairs (0) when the budget affords them, else :data:`DEFAULT_MAX_PAIRS` (the most promising).
+
+    Testing all ``P`` candidate pairs needs no ranking (a leaking pair cannot be
+    ranked out) but tests each at error ``(1 - confidence) / P``. The budget
+    affords it when, at that level, ``fresh`` reports per input still detect a
+    violation of the stated size on every pair with probability
+    :data:`~designer.audit.power.POWER` (0.9): an event of probability
+    :data:`REFERENCE_PROBABILITY` under x whose log-ratio exceeds ``allowed`` by
+    :data:`~designer.audit.power.POWER_EXCESS` (the size the per-class power
+    statement uses; :func:`~designer.audit.power.detectable_excess`). Otherwise
+    the pilot ranks the pairs and the best 8 are tested at ``(1 - confidence) / 8``.
+
+    Parameters
+    ----------
+    candidates : int
+        Constrained pairs.
+    fresh : int
+        Fresh reports per input when all pairs are tested.
+    allowed : float
+        A typical finite E entry (:func:`typical_allowed`).
+    confidence : float
+
+    Returns
+    -------
+    int: 0 (all) or :data:`DEFAULT_MAX_PAIRS`.
+    """
+    if candidates <= DEFAULT_MAX_PAIRS:
+        return 0
+    excess = detectable_excess(REFERENCE_PROBABILITY, fresh, fresh, allowed, (1 - confidence) / candidates)
+    return 0 if excess <= POWER_EXCESS else DEFAULT_MAX_PAIRS
+
+
+def typical_allowed(allowed: np.ndarray, pairs: list) -> float:
+    """The median E entry of ``pairs`` (the all-pairs rule's reference)."""
+    return float(np.median([allowed[pair] for pair in pairs]))
+
+
+def class_powers(event, encoded_x, trials_x: int, trials_other: int, allowed: float, error: float, training: int,
+                 rare: bool) -> tuple[dict, ...]:
+    """Per attack class, :func:`~designer.audit.power.class_power` on one tested pair.
+
+    Each class's own witness (``event.alternatives``: the fixed event families,
+    the learned classifiers) gives the event probability under x (its fresh
+    frequency; a class whose witness was never or always seen has no figure).
+    ``rare`` adds the rare-output class (a finite output space).
+    """
+    best: dict[str, dict] = {}
+    for kind, alternative in event.alternatives or ((event.attack, event),):
+        label = "learned classifiers" if kind == "learned" else "event families"
+        count = alternative.count(encoded_x)
+        if not 0 < count < trials_x:
+            continue
+        power = class_power(label, count / trials_x, trials_x, trials_other, allowed, error)
+        if label not in best or power["probability"] > best[label]["probability"]:
+            best[label] = power
+    if rare:
+        best["rare outputs"] = class_power("rare outputs", 0.0, trials_x, trials_other, allowed, error, training)
+    return tuple(best.values())
 
 
 def event_space(train: dict, reports: dict, k: int, support=None, support_arguments=None, alphabet=None,

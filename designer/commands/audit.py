@@ -47,14 +47,14 @@ def audit_command(
     confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
     delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
-    max_pairs: int = typer.Option(None, "--max-pairs", help="Pairs tested, chosen on the training split (0: all; default: all up to 20 pairs, else 8; 2 after --adaptive's narrowing round)."),
+    max_pairs: int = typer.Option(None, "--max-pairs", help="Pairs tested, chosen on the training split (0: all; default: all when the budget affords them (docs/audit.md), else 8; 2 after the adaptive narrowing round)."),
     train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
     alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
     lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
     plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
-    adaptive: bool = typer.Option(False, "--adaptive", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs."),
+    adaptive: bool = typer.Option(None, "--adaptive/--fixed-split", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs (default with --sampler/--command and --reports-per-input, without --looks, --declared, --channel-out); --fixed-split: every input's reports split once."),
     looks: str = typer.Option(None, "--looks", help="Early stopping: audit at these shares of --reports-per-input (e.g. 0.25,0.5,1), error split equally; stop at a violation."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -74,6 +74,7 @@ def audit_command(
         output_counts,
         parse_arguments,
     )
+    from designer.audit.adaptive import choose_adaptive
     from designer.audit.events import MAX_OUTPUTS
     from designer.audit.sources import load_callable
     from designer.audit.verdict import check_settings
@@ -111,12 +112,11 @@ def audit_command(
         support_arguments=extra, alphabet=alphabet, attacks=chosen_attacks, features=features_function,
         features_arguments=_accepted(features_function, extra), delta=delta,
     )
-    if shares is not None and (adaptive or reports_file or declared or channel_out):
-        raise ValueError("--looks draws the reports in steps: it needs --sampler or --command, without --adaptive, "
+    adaptive = choose_adaptive(adaptive, reports_file is None, reports_per_input is not None, shares is not None,
+                               bool(declared or channel_out))
+    if shares is not None and (reports_file or declared or channel_out):
+        raise ValueError("--looks draws the reports in steps: it needs --sampler or --command, without "
                          "--declared or --channel-out")
-    if adaptive and (reports_file or declared or channel_out):
-        raise ValueError("--adaptive draws more reports of some inputs than of others: it needs --sampler or "
-                         "--command, and estimates no channel (--declared, --channel-out)")
     if reports_file:
         if reports_per_input is not None or seconds is not None:
             raise ValueError("--reports-per-input and --seconds apply to --sampler and --command, not --reports")
@@ -184,7 +184,7 @@ def audit_command(
         print_json(payload)
     else:
         _report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing,
-                hint)
+                hint, adaptive)
     if result.violated:
         raise typer.Exit(VIOLATED)
     if loop is not None and not loop.closed:
@@ -192,15 +192,18 @@ def audit_command(
 
 
 def _report(result, estimate, loop, source: str, e_name: str, declared: Path | None, out: Console,
-            missing: list[int], hint: str | None) -> None:
+            missing: list[int], hint: str | None, adaptive: bool) -> None:
     import numpy as np
 
     colour = "red" if result.violated else "green"
     out.print(f"[bold {colour}]{result.verdict.upper()}[/]: {escape(source)} against E = {escape(e_name)}")
     counts = list(result.reports_per_input.values())
     per_input = f"{min(counts):,}" if min(counts) == max(counts) else f"{min(counts):,}..{max(counts):,}"
+    split = (f"adaptive: a pilot of {result.train_fraction:.0%} on every input chooses pairs and events, the rest "
+             "tests them on their inputs" if adaptive else
+             f"fixed split: {result.train_fraction:.0%} choose events, the rest test them")
     out.print(
-        f"  {per_input} reports per input ({result.train_fraction:.0%} choose events, the rest test them); "
+        f"  {per_input} reports per input ({split}); "
         f"events: {result.event_space}; {len(result.pairs)} of {result.pairs_constrained} constrained pairs tested, "
         f"{result.correction} correction, confidence {result.confidence:g}"
     )
@@ -263,8 +266,11 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
 
 
 def _report_power(result, out: Console) -> None:
-    """Power per tested pair, for the kind of event its attack found (never next to a violation)."""
+    """Power per tested pair, for the kind of event its attack found, and per attack class (never next to a
+    violation)."""
     from designer.audit.power import POWER
+
+    _report_class_power(result, out)
 
     finite = [pair for pair in result.pairs if math.isfinite(pair.detectable_excess)]
     if not finite:
@@ -279,6 +285,23 @@ def _report_power(result, out: Console) -> None:
         f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
         "untested pairs or for events the attacks cannot express"
     ))
+
+
+def _report_class_power(result, out: Console) -> None:
+    """One line per attack class: the smallest and largest detection probability over the tested pairs."""
+    for kind, row in result.power_by_class().items():
+        low, high = row["smallest"], row["largest"]
+        if kind == "rare outputs":
+            violation = (f"an output of probability {low['event_probability']:g} under x that x' never produces "
+                         "(infinite loss; it must show in x's training reports)")
+        else:
+            violation = (f"an event as likely under x as this class's witness with log P(S|x)/P(S|x') = E + "
+                         f"{row['excess']:g}")
+        span = (f"{low['probability']:.3g} (x={low['pair'][0]} x'={low['pair'][1]}) to {high['probability']:.3g} "
+                f"(x={high['pair'][0]} x'={high['pair'][1]}) per tested pair"
+                if f"{low['probability']:.3g}" != f"{high['probability']:.3g}" else
+                f"{low['probability']:.3g} on every tested pair")
+        out.print(escape(f"  power, {kind}: {violation} would have been detected with probability {span}"))
 
 
 def rounding_hint(declared, privacy, certificate) -> str | None:
