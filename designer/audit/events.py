@@ -289,15 +289,17 @@ class CoordinateSpace(CellSpace):
         self._bin_counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def encode(self, reports: np.ndarray) -> np.ndarray:
-        values = np.asarray(reports, float).reshape(len(reports), -1)
+        values = np.asarray(reports).reshape(len(reports), -1)
         if values.shape[1] != self.dimension:
             raise ValueError(f"vector reports have {values.shape[1]} coordinates, expected {self.dimension}")
-        encoded = np.empty(values.shape, dtype=np.int64)
+        # one byte a coordinate while the bins fit (the encodings of 16 million reports stay small)
+        encoded = np.empty(values.shape, dtype=np.uint8 if self.bins <= 256 else np.int64)
         for j, (edges, categorical) in enumerate(zip(self.edges, self.categorical)):
+            column = values[:, j].astype(float)
             if categorical:  # a value unseen in training falls in the bin of the nearest value below
-                encoded[:, j] = np.clip(np.searchsorted(edges, values[:, j], side="right") - 1, 0, edges.size - 1)
+                encoded[:, j] = np.clip(np.searchsorted(edges, column, side="right") - 1, 0, edges.size - 1)
             else:
-                encoded[:, j] = np.searchsorted(edges, values[:, j], side="right")
+                encoded[:, j] = np.searchsorted(edges, column, side="right")
         return encoded
 
     def bin_counts(self, encoded: np.ndarray) -> np.ndarray:
