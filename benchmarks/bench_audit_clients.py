@@ -17,7 +17,8 @@
    the ``--lower-bounds-out`` matrix (simultaneous 95% lower bounds on every
    pair's privacy loss), wall time and peak memory. About half an hour.
 
-Run: ``.venv/bin/python benchmarks/bench_audit_clients.py [--long]`` (a few minutes without ``--long``).
+Run: ``.venv/bin/python benchmarks/bench_audit_clients.py [--long [pure_ldp | multi_freq_ldpy]]`` (a few
+minutes without ``--long``).
 """
 
 from __future__ import annotations
@@ -56,14 +57,16 @@ def audit_command(library: str, protocol: str, eps: float, reports_per_input: in
 
 
 def run(command: list[str], pythonpath: str, out: Path) -> dict:
-    """Run one audit; its JSON, wall seconds and peak resident memory (MB)."""
+    """Run one audit (in the directory of the last ``pythonpath`` entry: ``python -m`` puts the working
+    directory first on the path); its JSON, wall seconds and peak resident memory (MB)."""
     environment = dict(os.environ, PYTHONPATH=pythonpath)
     start = time.perf_counter()
     with open(out / "stdout.json", "w") as stdout, open(out / "stderr.txt", "w") as stderr:
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=environment, cwd=ROOT)
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=environment,
+                                   cwd=pythonpath.split(os.pathsep)[-1])
         _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
-    if status != 0:
+    if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: violated
         raise RuntimeError(f"{' '.join(command)} failed: {(out / 'stderr.txt').read_text()[-2000:]}")
     result = json.loads((out / "stdout.json").read_text())
     lower = np.array([[float(v) for v in row] for row in result["lower_bounds"]])
@@ -135,10 +138,12 @@ def unary_probabilities(protocol: str, eps: float) -> tuple[float, float]:
     return p, 1 - p
 
 
-def every_client(out: Path) -> None:
+def every_client(out: Path, only: str | None = None) -> None:
     print("== every client at eps = 1, k = 16, 10^6 reports per input: simultaneous lower bounds (95%)")
     print(f"{'client':<22} {'min L':>6} {'max L':>6} {'verdict':>18} {'s':>6} {'MB':>6}")
     for library, protocols in (("pure_ldp", PURE_LDP), ("multi_freq_ldpy", MULTI_FREQ_LDPY)):
+        if only is not None and library != only:
+            continue
         for protocol in protocols:
             try:
                 result = run(audit_command(library, protocol, EPS, 1_000_000, out), str(ROOT), out)
@@ -153,8 +158,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory)
         write_E(out, EPS)
-        if "--long" in sys.argv:
-            every_client(out)
+        if "--long" in sys.argv:  # optionally followed by one library: pure_ldp or multi_freq_ldpy
+            position = sys.argv.index("--long") + 1
+            every_client(out, sys.argv[position] if position < len(sys.argv) else None)
             return
         time_per_million(out)
         old_pure_ldp(out)

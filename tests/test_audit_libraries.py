@@ -137,6 +137,10 @@ def test_compact_integers_keeps_the_values():
         assert array.dtype == kind and array.tolist() == values
     floats = np.array([0.5, 1.0])
     assert compact_integers(floats) is floats
+    bits = compact_integers(np.array([[0.0, 1.0], [1.0, 0.0]]))  # multi-freq-ldpy's unary encodings
+    assert bits.dtype == np.int8 and bits.tolist() == [[0, 1], [1, 0]]
+    for kept in (np.array([[0.0, -0.0]]), np.array([[1.0, 300.0]]), np.array([0.0, 1.0])):  # -0.0; too large; scalars
+        assert compact_integers(kept) is kept
 
 
 def test_vectorised_xxh32_equals_the_xxhash_package():
