@@ -171,3 +171,33 @@ def test_local_hashing_support_array_and_tuples_agree(library, protocol):
     g = 2 if protocol == "BLH" else 4
     p = np.e / (np.e + g - 1)
     assert abs(local_hashing_support(reports, 5, **arguments).mean() - p) < 4 * np.sqrt(p * (1 - p) / 4000)
+
+
+def test_hadamard_response_support_is_the_high_half_of_the_channel():
+    """pure-ldp's HR at eps = 1, k = 16: the channel enumerated from its client's rule (y1 uniform over
+    2^b outputs, y2 = y1 with the leftmost 1-bit of z+1 flipped, y1 sent w.p. 1 - pri_para when
+    parity(y1 & (z+1)) is even) is 2(1-q)/2^b on the supported outputs and 2q/2^b elsewhere; and the
+    client's reports land on the supported half with probability 1 - q = e/(e + 1)."""
+    from pure_ldp.frequency_oracles import HadamardResponseClient, HadamardResponseServer
+
+    from designer.audit.libraries import hadamard_response_support
+
+    hr = HadamardResponseClient(1.0, K, HadamardResponseServer(1.0, K).get_hash_funcs()).hr
+    q, outputs = hr.pri_para, 2**hr.outbit
+    assert q == pytest.approx(1 / (np.e + 1))
+    y = np.arange(outputs)
+    for z in range(K):
+        flip = 2 ** ((z + 1).bit_length() - 1)
+        even = np.array([bin(v & (z + 1)).count("1") % 2 == 0 for v in y])
+        channel = np.zeros(outputs)
+        np.add.at(channel, y, np.where(even, 1 - q, q) / outputs)
+        np.add.at(channel, y ^ flip, np.where(even, q, 1 - q) / outputs)
+        supported = hadamard_response_support(y, z, eps=1.0)
+        np.testing.assert_allclose(channel[supported], 2 * (1 - q) / outputs)
+        np.testing.assert_allclose(channel[~supported], 2 * q / outputs)
+    reports = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "HR", "eps": 1, "k": K}).draw(
+        9, 4000, np.random.default_rng(10))
+    share = hadamard_response_support(reports, 9).mean()
+    assert abs(share - (1 - q)) < 4 * np.sqrt(q * (1 - q) / 4000)
+    with pytest.raises(ValueError, match="eps <= 1 only"):
+        hadamard_response_support(reports, 9, eps=2.0)

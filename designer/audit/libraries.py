@@ -16,7 +16,8 @@ The clients are called one user at a time, exactly as deployed; the libraries
 draw from their global generators (``random``, ``numpy.random`` and numba's),
 which every call seeds from ``rng`` so an audit is reproducible. Local-hashing
 reports are ``(value, seed)`` pairs whose meaning needs the hash:
-:func:`local_hashing_support` is their support function (``--support``).
+:func:`local_hashing_support` is their support function (``--support``);
+:func:`hadamard_response_support` is that of pure-ldp's Hadamard response.
 Inputs are ``0..k-1`` (pure-ldp's default index mapper subtracts 1, so its
 clients receive ``x + 1``).
 """
@@ -78,6 +79,28 @@ def local_hashing_support(reports, z: int, protocol: str, eps: float, k: int) ->
     pairs = np.asarray(reports, dtype=object).reshape(len(reports), 2).tolist()
     return np.fromiter((xxh32_intdigest(text, int(seed)) % g == int(value) for value, seed in pairs), dtype=bool,
                        count=len(pairs))
+
+
+def hadamard_response_support(reports, z: int, protocol: str = "HR", eps: float = 1.0, k: int = 0) -> np.ndarray:
+    """Which outputs of pure-ldp's Hadamard response (eps <= 1) support input ``z``: ``popcount(y & (z+1))`` even.
+
+    Its client (``Hadamard_Rand_high_priv``) draws ``y1`` uniformly, flips the
+    leftmost 1-bit of ``z + 1`` to get ``y2`` and sends ``y1`` with probability
+    ``1 - q`` (``q = 1/(e^eps + 1)``) when the Hadamard entry ``H[z+1, y1]`` is +1
+    (``y1 & (z+1)`` has even parity), else ``y2``. An output with even parity is
+    therefore sent with probability ``2(1 - q)/2^b``, an odd one with ``2q/2^b``:
+    the supported half. The event "supports x, not x'" has ratio ``(1-q)/q = e^eps``,
+    the pair's whole privacy loss.
+    """
+    if float(eps) > 1:
+        raise ValueError("pure-ldp's Hadamard response uses another scheme above eps = 1 (a permuted general "
+                         "response); this support holds for eps <= 1 only")
+    masked = np.asarray(reports).astype(np.int64).reshape(-1) & (int(z) + 1)
+    parity = np.zeros(masked.shape, dtype=np.int64)
+    while np.any(masked):
+        parity ^= masked & 1
+        masked >>= 1
+    return parity == 0
 
 
 #: xxHash32's primes (Collet, xxHash specification, section "XXH32 algorithm description").
