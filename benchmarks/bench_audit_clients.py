@@ -15,7 +15,9 @@
 3. ``--long``: every pure-ldp and multi-freq-ldpy client at eps = 1, k = 16,
    10^6 reports per input (1.6e7 reports): the smallest off-diagonal entry of
    the ``--lower-bounds-out`` matrix (simultaneous 95% lower bounds on every
-   pair's privacy loss), wall time and peak memory. About half an hour.
+   pair's privacy loss), wall time and peak memory; hashed reports with
+   ``local_hashing_support``, pure-ldp's HR with ``hadamard_response_support``.
+   About an hour on a loaded machine (``--long pure_ldp`` or ``--long multi_freq_ldpy``: one library).
 
 Run: ``.venv/bin/python benchmarks/bench_audit_clients.py [--long [pure_ldp | multi_freq_ldpy]]`` (a few
 minutes without ``--long``).
@@ -53,6 +55,8 @@ def audit_command(library: str, protocol: str, eps: float, reports_per_input: in
                "--lower-bounds-out", str(out / "L.csv"), "--max-memory", "12", "--seed", str(seed), "--json"]
     if protocol in HASHED:
         command += ["--support", "designer.audit.libraries:local_hashing_support"]
+    if (library, protocol) == ("pure_ldp", "HR") and eps <= 1:
+        command += ["--support", "designer.audit.libraries:hadamard_response_support"]
     return command
 
 
