@@ -42,7 +42,7 @@ def E4(tmp_path):
 @pytest.mark.parametrize("arguments, fragment", [
     (["--seconds", "inf"], "--seconds must be > 0 and at most 86400"),
     (["--seconds", "nan"], "--seconds must be > 0"),
-    (["--reports-per-input", str(10**11)], "needs about 1.19e+04 GB of memory"),
+    (["--reports-per-input", str(10**11)], "needs about 1.49e+03 GB of memory"),
     (["--reports-per-input", "100000", "--max-memory", "0.001"], "more than --max-memory 0.001 GB"),
 ])
 def test_budgets_are_checked_before_drawing(E4, arguments, fragment):

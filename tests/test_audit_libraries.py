@@ -100,3 +100,104 @@ def test_multi_freq_ldpy_subset_selection_leaks_through_the_order():
     keep = sub_k * np.e / (sub_k * np.e + K - sub_k)
     assert np.log(keep * (K - 1) / (1 - keep)) == pytest.approx(2.61, abs=0.01)
     assert result.violated and result.best.lower_bound > 1.5  # far above E = 1
+
+
+def test_pre_fix_sue_is_caught_at_small_eps():
+    """The same bug in SUE at eps = 0.1 (where the audits of Arcolezi & Gambs show it): bit x is 1 with
+    probability p + (1 - p) q = 0.750 instead of p = 0.5125, a log-ratio of 1.149 on "bit x set, bit x' clear"
+    against a claimed 0.1."""
+    eps, p = 0.1, np.exp(0.05) / (np.exp(0.05) + 1)
+    kept = p + (1 - p) ** 2
+    loss = np.log(kept * p / ((1 - p) * (1 - kept)))
+    assert loss == pytest.approx(1.1494, abs=1e-4)
+    source = PythonSampler(f"{FIXTURE}:sampler", {"eps": eps, "k": K, "optimal": False})
+    result = audit_reports(collect_reports(source, K, Budget(3000), np.random.default_rng(11)),
+                           PrivacyMatrix.classic(K, eps), rng=12, attacks=())
+    assert result.violated
+    assert eps < result.violations[0].lower_bound < loss
+
+
+def test_library_reports_are_compact_arrays():
+    """Bit vectors come back one byte a coordinate, hashed pairs as int64 rows, values unchanged."""
+    rng = np.random.default_rng(5)
+    bits = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "OUE", "eps": 1, "k": K}).draw(3, 500, rng)
+    assert bits.dtype == np.int8 and bits.shape == (500, K) and set(np.unique(bits)) <= {0, 1}
+    # OUE at eps = 1: bit 3 is set with p = 1/2, every other bit with q = 1/(e + 1) = 0.269
+    assert abs(bits[:, 3].mean() - 0.5) < 4 * np.sqrt(0.25 / 500)
+    assert abs(np.delete(bits, 3, axis=1).mean() - 1 / (np.e + 1)) < 4 * np.sqrt(0.2 / 7500)
+    hashed = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "OLH", "eps": 1, "k": K}).draw(3, 200, rng)
+    assert hashed.dtype == np.int64 and hashed.shape == (200, 2)
+
+
+def test_compact_integers_keeps_the_values():
+    from designer.audit.sources import compact_integers
+
+    for values, kind in (([0, 1, 1], np.int8), ([-129, 5], np.int16), ([2**31, 0], np.int64), ([40000, 1], np.int32)):
+        array = compact_integers(np.array(values, dtype=np.int64))
+        assert array.dtype == kind and array.tolist() == values
+    floats = np.array([0.5, 1.0])
+    assert compact_integers(floats) is floats
+    bits = compact_integers(np.array([[0.0, 1.0], [1.0, 0.0]]))  # multi-freq-ldpy's unary encodings
+    assert bits.dtype == np.int8 and bits.tolist() == [[0, 1], [1, 0]]
+    for kept in (np.array([[0.0, -0.0]]), np.array([[1.0, 300.0]]), np.array([0.0, 1.0])):  # -0.0; too large; scalars
+        assert compact_integers(kept) is kept
+
+
+def test_vectorised_xxh32_equals_the_xxhash_package():
+    """xxh32_short against the xxhash C library, for the texts local hashing hashes (and longer ones)."""
+    from xxhash import xxh32_intdigest
+
+    from designer.audit.libraries import xxh32_short
+
+    seeds = np.random.default_rng(6).integers(0, 2**63, size=3000)
+    for text in (b"0", b"7", b"15", b"123", b"abcd", b"abcdefg", b"0123456789abcde"):
+        expected = np.array([xxh32_intdigest(text, int(seed)) for seed in seeds])
+        np.testing.assert_array_equal(xxh32_short(text, seeds), expected)
+    with pytest.raises(ValueError, match="fewer than 16 bytes"):
+        xxh32_short(b"0123456789abcdef", seeds)
+
+
+@pytest.mark.parametrize("library,protocol", [("pure_ldp", "OLH"), ("multi_freq_ldpy", "OLH"),
+                                              ("multi_freq_ldpy", "BLH")])
+def test_local_hashing_support_array_and_tuples_agree(library, protocol):
+    """The vectorised support on an int64 array equals the report-by-report one on tuples; the report
+    supports its own input with probability p = e/(e + g - 1) (OLH, g = 4) or e/(e + 1) (BLH)."""
+    arguments = {"protocol": protocol, "eps": 1, "k": K}
+    reports = PythonSampler(f"designer.audit.libraries:{library}", arguments).draw(5, 4000, np.random.default_rng(8))
+    as_tuples = [tuple(report) for report in reports.tolist()]
+    for z in (0, 5, 15):
+        np.testing.assert_array_equal(local_hashing_support(reports, z, **arguments),
+                                      local_hashing_support(as_tuples, z, **arguments))
+    g = 2 if protocol == "BLH" else 4
+    p = np.e / (np.e + g - 1)
+    assert abs(local_hashing_support(reports, 5, **arguments).mean() - p) < 4 * np.sqrt(p * (1 - p) / 4000)
+
+
+def test_hadamard_response_support_is_the_high_half_of_the_channel():
+    """pure-ldp's HR at eps = 1, k = 16: the channel enumerated from its client's rule (y1 uniform over
+    2^b outputs, y2 = y1 with the leftmost 1-bit of z+1 flipped, y1 sent w.p. 1 - pri_para when
+    parity(y1 & (z+1)) is even) is 2(1-q)/2^b on the supported outputs and 2q/2^b elsewhere; and the
+    client's reports land on the supported half with probability 1 - q = e/(e + 1)."""
+    from pure_ldp.frequency_oracles import HadamardResponseClient, HadamardResponseServer
+
+    from designer.audit.libraries import hadamard_response_support
+
+    hr = HadamardResponseClient(1.0, K, HadamardResponseServer(1.0, K).get_hash_funcs()).hr
+    q, outputs = hr.pri_para, 2**hr.outbit
+    assert q == pytest.approx(1 / (np.e + 1))
+    y = np.arange(outputs)
+    for z in range(K):
+        flip = 2 ** ((z + 1).bit_length() - 1)
+        even = np.array([bin(v & (z + 1)).count("1") % 2 == 0 for v in y])
+        channel = np.zeros(outputs)
+        np.add.at(channel, y, np.where(even, 1 - q, q) / outputs)
+        np.add.at(channel, y ^ flip, np.where(even, q, 1 - q) / outputs)
+        supported = hadamard_response_support(y, z, eps=1.0)
+        np.testing.assert_allclose(channel[supported], 2 * (1 - q) / outputs)
+        np.testing.assert_allclose(channel[~supported], 2 * q / outputs)
+    reports = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "HR", "eps": 1, "k": K}).draw(
+        9, 4000, np.random.default_rng(10))
+    share = hadamard_response_support(reports, 9).mean()
+    assert abs(share - (1 - q)) < 4 * np.sqrt(q * (1 - q) / 4000)
+    with pytest.raises(ValueError, match="eps <= 1 only"):
+        hadamard_response_support(reports, 9, eps=2.0)

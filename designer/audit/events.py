@@ -291,15 +291,17 @@ class CoordinateSpace(CellSpace):
         self._bin_counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def encode(self, reports: np.ndarray) -> np.ndarray:
-        values = np.asarray(reports, float).reshape(len(reports), -1)
+        values = np.asarray(reports).reshape(len(reports), -1)
         if values.shape[1] != self.dimension:
             raise ValueError(f"vector reports have {values.shape[1]} coordinates, expected {self.dimension}")
-        encoded = np.empty(values.shape, dtype=np.int64)
+        # one byte a coordinate while the bins fit (the encodings of 16 million reports stay small)
+        encoded = np.empty(values.shape, dtype=np.uint8 if self.bins <= 256 else np.int64)
         for j, (edges, categorical) in enumerate(zip(self.edges, self.categorical)):
+            column = values[:, j].astype(float)
             if categorical:  # a value unseen in training falls in the bin of the nearest value below
-                encoded[:, j] = np.clip(np.searchsorted(edges, values[:, j], side="right") - 1, 0, edges.size - 1)
+                encoded[:, j] = np.clip(np.searchsorted(edges, column, side="right") - 1, 0, edges.size - 1)
             else:
-                encoded[:, j] = np.searchsorted(edges, values[:, j], side="right")
+                encoded[:, j] = np.searchsorted(edges, column, side="right")
         return encoded
 
     def bin_counts(self, encoded: np.ndarray) -> np.ndarray:
@@ -449,19 +451,32 @@ def choose_space(train_reports: list[np.ndarray], all_reports: list[np.ndarray],
         return SupportSpace(support, arguments or {}, k)
     if alphabet is not None:
         return OutputSpace(all_reports, alphabet)
-    joined = np.concatenate(all_reports)
-    numeric = joined.dtype != object and (np.issubdtype(joined.dtype, np.number) or joined.dtype == bool)
-    if numeric and joined.ndim == 2 or numeric and joined.dtype.kind == "f":
-        # a sample of rows shows most large spaces cheaply (unique rows of the whole set sort every row)
-        if len(_unique_reports(joined[:PROBE_REPORTS])) > MAX_OUTPUTS:
+    kind = np.result_type(*all_reports)
+    numeric = kind != object and (np.issubdtype(kind, np.number) or kind == bool)
+    if numeric and all_reports[0].ndim == 2 or numeric and kind.kind == "f":
+        # a sample of rows shows most large spaces cheaply (unique rows of the whole set sort every
+        # row), and a large space is never joined (16 million histogram reports take 2 GB)
+        if len(_unique_reports(_first_rows(all_reports, PROBE_REPORTS))) > MAX_OUTPUTS:
             return CoordinateSpace(train_reports)
+        joined = np.concatenate(all_reports)
         values = _unique_reports(joined)  # sorted once, kept as the output space's values
         if len(values) > MAX_OUTPUTS:
             return CoordinateSpace(train_reports)
         if joined.ndim == 2:  # few vectors: whole outputs, or the classifier when a few coordinates tell more
             return EitherSpace([OutputSpace(all_reports, values=values), CoordinateSpace(train_reports)])
         return OutputSpace(all_reports, values=values)
-    return OutputSpace(all_reports, values=_unique_reports(joined))
+    return OutputSpace(all_reports, values=_unique_reports(np.concatenate(all_reports)))
+
+
+def _first_rows(arrays: list[np.ndarray], n: int) -> np.ndarray:
+    """The first ``n`` rows of the arrays joined, without joining the rest."""
+    parts, left = [], n
+    for array in arrays:
+        if left <= 0:
+            break
+        parts.append(array[:left])
+        left -= len(parts[-1])
+    return np.concatenate(parts)
 
 
 def _unique_reports(joined: np.ndarray) -> np.ndarray:
