@@ -89,6 +89,9 @@ def test_the_adaptive_budget_is_the_default_when_the_audit_draws_its_reports():
         choose_adaptive(True, draws=True, per_input=True, looks=True, whole_channel=False)
     with pytest.raises(ValueError, match="needs --reports-per-input"):
         choose_adaptive(True, draws=True, per_input=False, looks=False, whole_channel=False)
+    # the empirical E matrix: fixed split by default, an explicit --adaptive kept
+    matrix = {"draws": True, "per_input": True, "looks": False, "whole_channel": False, "every_pair": True}
+    assert not choose_adaptive(None, **matrix) and choose_adaptive(True, **matrix)
 
 
 def test_command_line_defaults_and_power_per_class(tmp_path):

@@ -64,7 +64,8 @@ NARROW_SHARE = 0.5
 NARROWED_MAX_PAIRS = 2
 
 
-def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks: bool, whole_channel: bool) -> bool:
+def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks: bool, whole_channel: bool,
+                    every_pair: bool = False) -> bool:
     """Whether an audit spends its budget adaptively (the default whenever it can).
 
     Parameters
@@ -81,6 +82,10 @@ def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks:
     whole_channel : bool
         The channel is estimated (``--declared``, ``--channel-out``): every input needs the same
         reports.
+    every_pair : bool
+        The empirical E matrix is asked for (``--lower-bounds-out``, ``--plot``): every pair's bound
+        needs its inputs' reports, so the fixed split is the default (an explicit ``--adaptive`` is
+        kept, and its matrix bounds mainly the pairs it focused on).
 
     Returns
     -------
@@ -99,7 +104,7 @@ def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks:
             raise ValueError("--looks audits the whole sample at each look (a fixed split): drop --adaptive "
                              "or --looks")
         return True
-    return draws and per_input and not looks and not whole_channel
+    return draws and per_input and not looks and not whole_channel and not every_pair
 
 
 def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,

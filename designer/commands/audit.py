@@ -54,7 +54,7 @@ def audit_command(
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
     lower_bounds_out: Path = typer.Option(None, "--lower-bounds-out", help="Write the k x k matrix of simultaneous lower bounds on each pair's privacy loss."),
     plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
-    adaptive: bool = typer.Option(None, "--adaptive/--fixed-split", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs (default with --sampler/--command and --reports-per-input, without --looks, --declared, --channel-out); --fixed-split: every input's reports split once."),
+    adaptive: bool = typer.Option(None, "--adaptive/--fixed-split", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs (default with --sampler/--command and --reports-per-input, without --looks, --declared, --channel-out, --lower-bounds-out, --plot); --fixed-split: every input's reports split once."),
     looks: str = typer.Option(None, "--looks", help="Early stopping: audit at these shares of --reports-per-input (e.g. 0.25,0.5,1), error split equally; stop at a violation."),
     seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -113,7 +113,7 @@ def audit_command(
         features_arguments=_accepted(features_function, extra), delta=delta,
     )
     adaptive = choose_adaptive(adaptive, reports_file is None, reports_per_input is not None, shares is not None,
-                               bool(declared or channel_out))
+                               bool(declared or channel_out), bool(lower_bounds_out or plot))
     if shares is not None and (reports_file or declared or channel_out):
         raise ValueError("--looks draws the reports in steps: it needs --sampler or --command, without "
                          "--declared or --channel-out")
