@@ -28,3 +28,19 @@ ROBUST_TOLERANCE = 1e-9
 #: Robust certifier: branch-and-bound budget (intervals) per (y, s, s') triple
 #: before a triple is inconclusive.
 ROBUST_MAX_INTERVALS = 2048
+
+#: Audit: pairs tested when ``--max-pairs`` is not given and testing all of them costs too much
+#: power (the most promising on the training split).
+AUDIT_MAX_PAIRS = 8
+#: Audit: pairs kept after the adaptive budget's narrowing round.
+AUDIT_NARROWED_MAX_PAIRS = 2
+#: Audit: the boosted-tree attack runs up to this many reports (then logistic regression alone).
+AUDIT_BOOSTED_LIMIT = 400_000
+#: Audit: GiB the reports may take.
+AUDIT_MAX_MEMORY_GIB = 2.0
+#: Audit: share of every input's reports used to choose pairs and events.
+AUDIT_TRAIN_FRACTION = 0.3
+#: Audit: probability that a "violated" verdict is right.
+AUDIT_CONFIDENCE = 0.95
+#: Audit: seconds a ``--command`` program may take per batch of inputs.
+AUDIT_COMMAND_TIMEOUT = 60.0

@@ -46,6 +46,7 @@ from designer.audit.verdict import (
     rank_pairs,
     typical_allowed,
 )
+from designer.defaults import AUDIT_NARROWED_MAX_PAIRS
 from designer.spec import PrivacyMatrix
 
 #: Pairs given a second look.
@@ -61,7 +62,7 @@ NARROW_SHARE = 0.5
 #: Pairs tested after a narrowing round when ``max_pairs`` is not given (the fresh reports go to
 #: their inputs only: with one leaking pair among 240, 2 pairs detect it in 19 of 20 seeds, 8 pairs
 #: in 14 of 20, benchmarks/RESULTS.md).
-NARROWED_MAX_PAIRS = 2
+NARROWED_MAX_PAIRS = AUDIT_NARROWED_MAX_PAIRS
 
 
 def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks: bool, whole_channel: bool,

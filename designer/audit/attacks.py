@@ -34,6 +34,7 @@ import numpy as np
 
 from designer.audit.events import CellMap, Event, EventSpace, best_cell_set
 from designer.audit.features import FeatureMap
+from designer.defaults import AUDIT_BOOSTED_LIMIT
 
 #: Score bins of a pair's learned score (quantiles of the pair's selection reports).
 SCORE_BINS = 32
@@ -41,7 +42,7 @@ SCORE_BINS = 32
 FIT_PER_INPUT = {"logistic": 3000, "boosted": 600}
 #: The boosted attack is in the default set when the audit has at most this many reports in all
 #: (scoring every report through its trees is the slowest step of an audit).
-BOOSTED_LIMIT = 400_000
+BOOSTED_LIMIT = AUDIT_BOOSTED_LIMIT
 #: Reports scored at a time (features are built per chunk and dropped).
 SCORE_CHUNK = 65_536
 #: Fewer training reports per input than this: no learned attack.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from designer.audit.sources import ReportSource, concatenate_reports
+from designer.defaults import AUDIT_MAX_MEMORY_GIB
 
 #: Reports drawn per call of the source when the budget is a count.
 CHUNK = 8192
@@ -30,7 +31,7 @@ PROBE = 256
 #: Copies of the reports an audit holds at once (reports, shuffled splits, encodings).
 MEMORY_FACTOR = 4
 #: Default memory allowed for the reports (bytes).
-DEFAULT_MAX_MEMORY = 2 * 2**30
+DEFAULT_MAX_MEMORY = AUDIT_MAX_MEMORY_GIB * 2**30
 #: Share of a time budget spent drawing (the rest is for the analysis).
 DRAW_SHARE = 0.5
 #: Reports per second of a time budget the analysis is assumed to handle (all inputs together).
@@ -55,7 +56,7 @@ class Budget:
         if self.seconds is not None and not 0 < self.seconds <= MAX_SECONDS:
             raise ValueError(f"--seconds must be > 0 and at most {MAX_SECONDS:g} (a day), got {self.seconds}")
         if not (math.isfinite(self.max_memory) and self.max_memory > 0):
-            raise ValueError(f"--max-memory must be a positive number of GB, got {self.max_memory / 2**30}")
+            raise ValueError(f"--max-memory must be a positive number of GiB, got {self.max_memory / 2**30}")
 
 
 def report_bytes(sample: np.ndarray) -> float:

@@ -32,10 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.defaults import AUDIT_COMMAND_TIMEOUT
+
 #: The command source's batch seed (an integer) is passed in this environment variable.
 SEED_VARIABLE = "LDP_AUDIT_SEED"
 #: Seconds a program may take to answer one batch of inputs (``--timeout``).
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = AUDIT_COMMAND_TIMEOUT
 
 
 class ReportSource(ABC):

@@ -41,11 +41,12 @@ from designer.audit.statistics import (
     holm_rejections,
     log_ratio_lower_bound,
 )
+from designer.defaults import AUDIT_CONFIDENCE, AUDIT_MAX_PAIRS, AUDIT_TRAIN_FRACTION
 from designer.spec import PrivacyMatrix
 
 #: Pairs tested when ``max_pairs`` is not given and testing all of them costs too much power
 #: (:func:`default_max_pairs`; the most promising on the training split).
-DEFAULT_MAX_PAIRS = 8
+DEFAULT_MAX_PAIRS = AUDIT_MAX_PAIRS
 #: The stated violation of the all-pairs rule (:func:`default_max_pairs`): an event of this
 #: probability under x (whose log-ratio exceeds E by :data:`~designer.audit.power.POWER_EXCESS`).
 REFERENCE_PROBABILITY = 0.1
@@ -53,7 +54,7 @@ REFERENCE_PROBABILITY = 0.1
 #: training log-ratio over single outputs minus E; a max-plus product, :mod:`solvers.maxplus`).
 MAX_SCREENED_PAIRS = 4096
 #: Share of every input's reports used to choose pairs and events.
-DEFAULT_TRAIN_FRACTION = 0.3
+DEFAULT_TRAIN_FRACTION = AUDIT_TRAIN_FRACTION
 CORRECTIONS = ("holm", "bonferroni")
 
 
@@ -237,7 +238,7 @@ def check_settings(confidence: float, correction: str, max_pairs: int | None, tr
 def audit_reports(
     reports: dict[int, np.ndarray],
     privacy: PrivacyMatrix,
-    confidence: float = 0.95,
+    confidence: float = AUDIT_CONFIDENCE,
     correction: str = "holm",
     max_pairs: int | None = None,
     train_fraction: float = DEFAULT_TRAIN_FRACTION,

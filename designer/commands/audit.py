@@ -18,6 +18,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from designer.commands import guarded, print_json
+from designer.defaults import (
+    AUDIT_BOOSTED_LIMIT,
+    AUDIT_COMMAND_TIMEOUT,
+    AUDIT_CONFIDENCE,
+    AUDIT_MAX_MEMORY_GIB,
+    AUDIT_MAX_PAIRS,
+    AUDIT_NARROWED_MAX_PAIRS,
+    AUDIT_TRAIN_FRACTION,
+)
 
 VIOLATED = 1
 NOT_CLOSED = 3
@@ -38,17 +47,17 @@ def audit_command(
     command: str = typer.Option(None, "--command", help="A program: reads one input per line on stdin, writes one report per line."),
     reports_file: Path = typer.Option(None, "--reports", help="A file of input,report lines."),
     support: str = typer.Option(None, "--support", help="Support function module:function, f(reports, z, **args) -> bools (hashed reports)."),
-    attacks: str = typer.Option(None, "--attacks", help="Learned attacks: logistic,boosted or none (default: both up to 400,000 reports, then logistic)."),
+    attacks: str = typer.Option(None, "--attacks", help=f"Learned attacks: logistic,boosted or none (default: both up to {AUDIT_BOOSTED_LIMIT:,} reports, then logistic)."),
     features: str = typer.Option(None, "--features", help="User features module:function, f(reports, **args) -> one row of numbers per report."),
     reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
     seconds: float = typer.Option(None, "--seconds", help="Spend this many seconds on the whole audit instead."),
-    max_memory: float = typer.Option(2.0, "--max-memory", help="GB the reports may take (a larger budget is refused up front)."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds a --command program may take per batch of inputs."),
-    confidence: float = typer.Option(0.95, "--confidence", help="Probability that a 'violated' verdict is right."),
+    max_memory: float = typer.Option(AUDIT_MAX_MEMORY_GIB, "--max-memory", help="GiB the reports may take (a larger budget is refused up front)."),
+    timeout: float = typer.Option(AUDIT_COMMAND_TIMEOUT, "--timeout", help="Seconds a --command program may take per batch of inputs."),
+    confidence: float = typer.Option(AUDIT_CONFIDENCE, "--confidence", help="Probability that a 'violated' verdict is right."),
     delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
-    max_pairs: int = typer.Option(None, "--max-pairs", help="Pairs tested, chosen on the training split (0: all; default: all when the budget affords them (docs/audit.md), else 8; 2 after the adaptive narrowing round)."),
-    train_fraction: float = typer.Option(0.3, "--train-fraction", help="Share of reports that choose pairs and events."),
+    max_pairs: int = typer.Option(None, "--max-pairs", help=f"Pairs tested, chosen on the training split (0: all; default: all when the budget affords them (docs/audit.md), else {AUDIT_MAX_PAIRS}; {AUDIT_NARROWED_MAX_PAIRS} after the adaptive narrowing round)."),
+    train_fraction: float = typer.Option(AUDIT_TRAIN_FRACTION, "--train-fraction", help="Share of reports that choose pairs and events."),
     alphabet: int = typer.Option(None, "--alphabet", help="Declared output alphabet 0..M-1 (other reports are an error)."),
     declared: Path = typer.Option(None, "--declared", help="CSV of the channel the code claims to implement."),
     channel_out: Path = typer.Option(None, "--channel-out", help="Write the estimated channel here (small output spaces)."),
