@@ -46,7 +46,7 @@ from designer.audit.verdict import (
     rank_pairs,
     typical_allowed,
 )
-from designer.defaults import AUDIT_NARROWED_MAX_PAIRS
+from designer.defaults import AUDIT_CONFIDENCE, AUDIT_NARROWED_MAX_PAIRS
 from designer.spec import PrivacyMatrix
 
 #: Pairs given a second look.
@@ -157,9 +157,9 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     max_pairs = options.pop("max_pairs", None)
     candidates = constrained_pairs(reports, privacy)
     if max_pairs is None:  # all pairs when affordable (each input then gets its own rest)
-        every = default_max_pairs(len(candidates), rest // k, typical_allowed(privacy.epsilon, candidates),
-                                  options.get("confidence", 0.95))
-        max_pairs = None if every else 0
+        affordable = default_max_pairs(len(candidates), rest // k, typical_allowed(privacy.epsilon, candidates),
+                                       options.get("confidence", AUDIT_CONFIDENCE)) == 0
+        max_pairs = 0 if affordable else None
     narrow = max_pairs is None or 0 < max_pairs < NARROW_PAIRS
     if narrow and len(candidates) >= NARROW_MIN_PAIRS:
         max_pairs = max_pairs or NARROWED_MAX_PAIRS
@@ -173,11 +173,13 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     if max_pairs is None:
         max_pairs = DEFAULT_MAX_PAIRS
 
+    # fresh reports per input: all pairs share the rest among the k inputs; otherwise the events are
+    # chosen for the best pair's two inputs (the chosen pairs often share inputs)
     def second_stage(inputs: list[int]) -> dict[int, np.ndarray]:
         return draw(inputs, max(2, rest // len(inputs)))
 
     return audit_reports(reports, privacy, rng=rng, train_fraction=train_fraction, second_stage=second_stage,
-                         planned_fresh=rest // 2, pairs=pairs, max_pairs=max_pairs, **options)
+                         planned_fresh=rest // (k if max_pairs == 0 else 2), pairs=pairs, max_pairs=max_pairs, **options)
 
 
 def _narrowing_candidates(reports: dict, privacy: PrivacyMatrix, rng: np.random.Generator, rest: int,
@@ -189,7 +191,7 @@ def _narrowing_candidates(reports: dict, privacy: PrivacyMatrix, rng: np.random.
                         options.get("features_arguments"), rng)
     encoded = {x: space.encode(values) for x, values in reports.items()}
     candidates = constrained_pairs(reports, privacy)
-    error = (1 - options.get("confidence", 0.95)) / NARROW_PAIRS
+    error = (1 - options.get("confidence", AUDIT_CONFIDENCE)) / NARROW_PAIRS
     planned = {x: int((1 - NARROW_SHARE) * rest) // 2 for x in reports}
     order, _ = rank_pairs(candidates, space, encoded, privacy.epsilon, error, planned)
     kept = [next(pair for pair in order if pair[0] == x) for x in _exclusive_inputs(space, encoded)

@@ -195,6 +195,7 @@ class AuditResult:
         if self.violated:  # a power statement is reassurance: none next to a violation
             for pair in pairs:
                 pair.pop("power")
+                pair.pop("detectable_excess")
         power = None if self.violated else {
             kind: {**row, "excess": _number(row["excess"])} for kind, row in self.power_by_class().items()}
         return {
@@ -211,7 +212,7 @@ class AuditResult:
             "largest_lower_bound_pair": [self.best.x, self.best.x_prime],
             # a power statement is reassurance: none next to a violation
             "detectable_excess": None if self.violated else _number(self.detectable_excess),
-            "detection_probability": POWER,
+            "detection_probability": None if self.violated else POWER,
             "lower_bounds": [[_number(value) for value in row] for row in self.lower_bounds.tolist()],
             "power": power,
             "violations": [pair for pair in pairs if pair["violated"]],
@@ -348,9 +349,10 @@ def audit_reports(
         for i in range(len(order))
     ]
     rare = output_component(space) is not None
-    powers = [() if delta else class_powers(events[pair], encoded_test[pair[0]], int(trials_x[i]), int(trials_other[i]),
-                                            float(limits[i]), error, len(train[pair[0]]), rare)
-              for i, pair in enumerate(order)]
+    # power is never shown next to a violation, so it is not computed then
+    powers = [() if delta or rejected.any() else class_powers(
+        events[pair], encoded_test[pair[0]], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error,
+        len(train[pair[0]]), rare) for i, pair in enumerate(order)]
     pairs = [
         PairResult(
             x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
