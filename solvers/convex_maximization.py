@@ -144,7 +144,9 @@ class SeparableConvexMax:
             reduced = cost - self._rows.T @ lam - mu * self.normaliser
             size = np.maximum(np.abs(lower), np.abs(upper))
             magnitude = (np.abs(cost) + np.abs(self._rows.T @ lam) + abs(mu) * np.abs(self.normaliser)) @ size + abs(mu)
-            bounds.append(float(np.maximum(reduced * lower, reduced * upper).sum() + mu) + ROUNDING * magnitude)
+            with np.errstate(invalid="ignore"):  # 0 * inf: a zero reduced cost adds nothing
+                terms = np.where(reduced == 0, 0.0, np.maximum(reduced * lower, reduced * upper))
+            bounds.append(float(terms.sum() + mu) + ROUNDING * magnitude)
         return min(bounds)
 
     def tighten(self, lower, upper, sweeps: int = 3) -> tuple[np.ndarray, np.ndarray] | None:
@@ -174,7 +176,8 @@ class SeparableConvexMax:
         """``min q_x`` and ``max q_x`` over P for every x (2 d LPs)."""
         d = self.dimension
         lower = np.zeros(d)
-        upper = 1.0 / self.normaliser if np.all(self.normaliser > 0) else np.full(d, highspy.kHighsInf)  # n . q = 1
+        # n . q = 1 and q >= 0 give q_x <= 1 / n_x, rounded up so that the box holds all of P
+        upper = np.nextafter(1.0 / self.normaliser, np.inf) if np.all(self.normaliser > 0) else np.full(d, highspy.kHighsInf)
         low, high = np.zeros(d), np.zeros(d)
         for x in range(d):
             cost = np.zeros(d)

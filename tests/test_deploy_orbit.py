@@ -223,6 +223,19 @@ def test_structure_check_names_the_problem():
         verify_structured_package(tampered)
 
 
+def test_proof_work_is_bounded_up_front(monkeypatch):
+    """The proof compares every class pair in every orbit: more than MAX_ORBIT_CHECKS comparisons are refused."""
+    import designer.deploy.sampler as sampler
+
+    document = built("block3-4")
+    r, orbits = len(document["classes"]), len(document["orbits"])
+    monkeypatch.setattr(sampler, "MAX_ORBIT_CHECKS", orbits * r * r)
+    check_orbit_structure(document)  # exactly at the limit
+    monkeypatch.setattr(sampler, "MAX_ORBIT_CHECKS", orbits * r * r - 1)
+    with pytest.raises(PackageError, match=f"at most {orbits - 1} orbits with {r} classes"):
+        check_orbit_structure(document)
+
+
 @pytest.mark.parametrize("family", [["block", "--blocks", "35"], ["high-low", "--sensitive", "3125"]])
 def test_cli_packages_verifies_and_samples_at_k_43750(tmp_path, family):
     package = tmp_path / "p.json"

@@ -410,7 +410,8 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summar
         print_json(summary)
         return
     console = Console()
-    status = "gap tolerance reached" if result.stopped == "gap" else "time budget (--max-seconds) ran out"
+    status = {"gap": "gap tolerance reached", "pricing": "pricing search exhausted at the final duals (its bound is final)"
+              }.get(result.stopped, "time budget (--max-seconds) ran out")
     console.print(f"[bold]{escape(privacy.name)}[/]: column generation, {status} (not a proof of optimality)", emoji=False)
     console.print(
         f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}"

@@ -51,6 +51,7 @@ from designer.deploy.sampler import (
     PackageTampered,
     check_common,
     check_orbit_structure,
+    verify_digest,
 )
 from designer.deploy.structured import HadamardVerification, _recheck, _sealed
 from designer.deploy.table import check_bits
@@ -94,13 +95,14 @@ def build_orbit_package(design, bits: int = 32) -> dict:
         "classes": [_ranges(members) for members in structure.class_members()],
         "class_E": [[str(structure.exact_level(a, b)) for b in range(structure.r)] for a in range(structure.r)],
     }
-    ideal = _cells(structure.sizes, high, low, ratio, np.array([column.weight for column in design.support]))
+    design_weights = np.array([column.weight for column in design.support])
+    ideal = _cells(structure.sizes, high, low, ratio, design_weights)
     design_information = orbit_information(structure.sizes, periods, high, low, *ideal)
     failure = ""
     for step in SLACK_STEPS:
         delta = step * 2.0 ** -(bits / 2)
         lowered = np.where(high.any(axis=0) & (ratio > 1), ratio * (1 - delta), ratio)
-        weights = _resolved(structure.sizes, high, low, lowered)
+        weights = _resolved(structure.sizes, high, low, lowered, design_weights)
         if weights is None:
             failure = "the support's weights turn negative when the ratios are lowered"
             continue
@@ -117,7 +119,7 @@ def build_orbit_package(design, bits: int = 32) -> dict:
             document["utility"] = orbit_utility(design_information, package_information)
             return _sealed(document, verification)
         failure = "; ".join(verification.failed)
-    raise ValueError(f"the cells do not round to an E-LDP package at {bits} bits ({failure}): use more --bits")
+    raise ValueError(f"the cells do not round to an E-LDP package at {bits} bits ({failure})")
 
 
 def orbit_utility(design_information: float, package_information: float) -> dict:
@@ -219,6 +221,7 @@ def verify_orbit_package(document: dict) -> HadamardVerification:
         raise PackageError("certificate must have exactly the members verdict, mode, margin, proof")
     if not isinstance(utility, dict) or set(utility) != set(ORBIT_UTILITY_MEMBERS):
         raise PackageError(f"utility must have exactly the members {', '.join(ORBIT_UTILITY_MEMBERS)}")
+    verify_digest(document)  # a tampered package is refused before the proof's cost
     verification = _recheck(document, prove_orbit(structure))
     if verification.certified:
         from designer.deploy.package import UTILITY_ATOL, UTILITY_RTOL, check_stored, text_number
@@ -302,10 +305,12 @@ def _cells(sizes, high, low, ratio, weights) -> tuple[np.ndarray, np.ndarray]:
     return weights[:, None] * high * ratio / sizes, weights[:, None] * low / sizes
 
 
-def _resolved(sizes, high, low, ratio) -> np.ndarray | None:
-    """Support weights with exact class row sums ``sum_o theta_o (j_a r_a + l_a) = n_a`` (least squares)."""
-    sums = high * ratio + low
-    weights, *_ = np.linalg.lstsq(sums.T, np.asarray(sizes, dtype=float), rcond=None)
+def _resolved(sizes, high, low, ratio, design_weights) -> np.ndarray | None:
+    """Support weights with class row sums ``sum_o theta_o (j_a r_a + l_a) = n_a`` (to rounding), nearest
+    to the design's: its weights plus the least-norm correction of their row sums (None if one turns <= 0)."""
+    sums = (high * ratio + low).T
+    correction, *_ = np.linalg.lstsq(sums, np.asarray(sizes, dtype=float) - sums @ design_weights, rcond=None)
+    weights = design_weights + correction
     return weights if np.all(weights > 0) else None
 
 

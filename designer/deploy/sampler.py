@@ -81,6 +81,8 @@ MAX_LISTED_SYMBOLS = 1 << 20
 #: Most classes, support orbits and (classes x orbits) cells of an ``orbit`` package.
 MAX_CLASSES = 1 << 12
 MAX_ORBIT_CELLS = 1 << 22
+#: Most (orbits x classes^2) exact ratio comparisons of an ``orbit`` package's proof (about 5 s).
+MAX_ORBIT_CHECKS = 1 << 21
 #: Most outputs of an ``orbit`` package (output indices stay exact integers in JavaScript).
 MAX_ORBIT_OUTPUTS = 1 << 53
 #: Longest input or output label (characters), and largest package text (characters):
@@ -423,8 +425,10 @@ def check_orbit_structure(document: dict) -> OrbitStructure:
             isinstance(row, list) and len(row) == r and all(isinstance(level, str) for level in row) for row in levels):
         raise PackageError(f"class_E must be {r} x {r} level texts (one row and column per class)")
     orbits = document["orbits"]
-    if not isinstance(orbits, list) or not orbits or len(orbits) * r > MAX_ORBIT_CELLS:
-        raise PackageError(f"orbits must be a non-empty list of at most {MAX_ORBIT_CELLS // r} orbits")
+    most = min(MAX_ORBIT_CELLS // r, MAX_ORBIT_CHECKS // (r * r))
+    if not isinstance(orbits, list) or not orbits or len(orbits) > most:
+        raise PackageError(f"orbits must be a non-empty list of at most {most} orbits with {r} classes "
+                           "(the proof compares every class pair in every orbit)")
     names = ("high", "low", "cells_high", "cells_low")
     parsed = {name: [] for name in ("columns",) + names}
     for o, orbit in enumerate(orbits):

@@ -149,7 +149,8 @@ def design_with_gap(
     gap_tolerance : float
         Stop when ``(upper - lower) / upper <= gap_tolerance``.
     max_seconds : float
-        Wall-clock budget; the bounds at that moment are returned (``stopped="time"``).
+        Wall-clock budget; the bounds at that moment are returned (``stopped="time"``). A pricing
+        search that exhausts its tree without a new column ends the run (``stopped="pricing"``).
     progress : callable, optional
         Called as ``progress(lower, upper, seconds)`` after every round.
     """
@@ -202,6 +203,9 @@ def design_with_gap(
         new = [q / q.sum() for q in result.points]
         budget *= 2  # the bound needs ever longer searches as the master's duals settle
         if not new:
+            if result.finished:  # the search is exhausted at these duals: its bound is final
+                stopped = "pricing"
+                break
             continue  # same duals: the next round resumes this search
         new = np.unique(np.round(np.vstack(new), 14), axis=0)
         columns = np.vstack([columns, new])

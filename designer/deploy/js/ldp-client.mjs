@@ -48,6 +48,7 @@ const MEMBERS = {
 };
 const MAX_CLASSES = 2 ** 12; // orbit packages: most classes, and most (classes x orbits) cells
 const MAX_ORBIT_CELLS = 2 ** 22;
+const MAX_ORBIT_CHECKS = 2 ** 21; // most (orbits x classes^2) ratio comparisons of the proof
 const OPTIONAL = ["shuffle"]; // the central guarantee after shuffling (verified by verify-package)
 const MAX_SYMBOLS = 2n ** 31n;
 const MAX_BLOCKS = 2 ** 20; // most blocks / sensitive symbols listed (as in sampler.py)
@@ -275,8 +276,10 @@ export function checkOrbit(document) {
     throw new PackageError(`class_E must be ${r} x ${r} level texts (one row and column per class)`);
   }
   const orbits = document.orbits;
-  if (!Array.isArray(orbits) || orbits.length === 0 || orbits.length * r > MAX_ORBIT_CELLS) {
-    throw new PackageError(`orbits must be a non-empty list of at most ${Math.floor(MAX_ORBIT_CELLS / r)} orbits`);
+  const most = Math.min(Math.floor(MAX_ORBIT_CELLS / r), Math.floor(MAX_ORBIT_CHECKS / (r * r)));
+  if (!Array.isArray(orbits) || orbits.length === 0 || orbits.length > most) {
+    throw new PackageError(`orbits must be a non-empty list of at most ${most} orbits with ${r} classes `
+      + "(the proof compares every class pair in every orbit)");
   }
   const names = ["high", "low", "cells_high", "cells_low"];
   const parsed = { columns: [], high: [], low: [], cells_high: [], cells_low: [] };
