@@ -518,6 +518,13 @@ class _PackageSampler:
         self.bits: int = document["bits"]
         self._load(document, checked)
 
+    def counts(self, x: int, n: int) -> list[int]:
+        """How often each output is reported in ``n`` independent draws for input index ``x``."""
+        tally = zero_counts(self.n_outputs)
+        for _ in range(n):
+            tally[self.sample(x)] += 1
+        return tally
+
     @classmethod
     def from_file(cls, path: str, **trust):
         """Read, check, authenticate (``public_key=``, ``sha256=``: :func:`authenticate`) and load a package file."""
@@ -543,6 +550,7 @@ class TableSampler(_PackageSampler):
     def _load(self, document: dict, table) -> None:
         self.inputs: list[str] = list(document["inputs"])
         self.outputs: list[str] = list(document["outputs"])
+        self.n_outputs: int = len(self.outputs)
         self.thresholds: list[list[int]] = [_cumulative(row) for row in table]
         self._index = {label: x for x, label in enumerate(self.inputs)}
 
@@ -557,13 +565,6 @@ class TableSampler(_PackageSampler):
         if label not in self._index:
             raise ValueError(f"unknown input label {label!r}")
         return self.outputs[self.sample(self._index[label])]
-
-    def counts(self, x: int, n: int) -> list[int]:
-        """How often each output is reported in ``n`` independent draws for input index ``x``."""
-        tally = zero_counts(len(self.outputs))
-        for _ in range(n):
-            tally[self.sample(x)] += 1
-        return tally
 
 
 class HadamardSampler(_PackageSampler):
@@ -648,13 +649,6 @@ class HighLowHadamardSampler(_PackageSampler):
             return self.hadamard_size + x - rank
         return secrets.randbits(self.hadamard_size.bit_length() - 1)
 
-    def counts(self, x: int, n: int) -> list[int]:
-        """Counts of ``n`` reports for symbol ``x`` over all ``S + t`` outputs."""
-        tally = zero_counts(self.n_outputs)
-        for _ in range(n):
-            tally[self.sample(x)] += 1
-        return tally
-
 
 class OrbitSampler(_PackageSampler):
     """A symmetric design packaged at class level (kind ``orbit``, :mod:`designer.deploy.orbit`), drawn exactly.
@@ -701,13 +695,6 @@ class OrbitSampler(_PackageSampler):
             return self.offsets[o] + secrets.randbelow(period)
         offset = (j if low else 0) + secrets.randbelow(count)
         return self.offsets[o] + (rank - offset) % n + n * secrets.randbelow(period // n)
-
-    def counts(self, x: int, n: int) -> list[int]:
-        """Counts of ``n`` reports for symbol ``x`` over all outputs."""
-        tally = zero_counts(self.n_outputs)
-        for _ in range(n):
-            tally[self.sample(x)] += 1
-        return tally
 
 
 #: Most outputs a ``counts`` list covers (a block of 2^31 symbols has 2^31 outputs: 16 GiB of counts).
