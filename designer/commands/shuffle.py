@@ -28,7 +28,7 @@ def _number(value: float):
 def shuffle_command(
     channel_file: Path = typer.Option(None, "--channel", help="CSV with k rows of probabilities."),
     e_file: Path = typer.Option(None, "--E", help="CSV of E: which directions are protected (finite entries)."),
-    package_file: Path = typer.Option(None, "--package", help="A mechanism package (table, block or high-low Hadamard)."),
+    package_file: Path = typer.Option(None, "--package", help="A mechanism package (table, block or high-low Hadamard, orbit)."),
     n: int = typer.Option(..., "--n", help="Number of shuffled reports (users)."),
     delta: float = typer.Option(None, "--delta", help="Target delta: prints the central epsilon."),
     epsilon: float = typer.Option(None, "--epsilon", help="Target epsilon instead: prints the central delta."),
