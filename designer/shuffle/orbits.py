@@ -40,6 +40,7 @@ rounded to the exact integers it computes), and vectorised work over the offsets
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from math import gcd
@@ -75,15 +76,23 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     near = {label: [min(row[a] for a in range(r) if component[a] == label) for row in smallest]
             for label in set(component)}
     infinite = [[ExactEpsilon.parse(text).infinite for text in row] for row in structure.levels]
-    classes = []
+    classes, known = [], {}
     for a in range(r):
         for b in range(a, r):
             if a == b and sizes[a] < 2:
                 continue
             joined = near[component[a]] if component[a] == component[b] else None
-            silent = _silent_class(active, a, b, r)
-            classes.extend(_class_pair(structure, values, a, b, everyone, joined, silent,
-                                       (not infinite[a][b], not infinite[b][a])))
+            orbits = [o for o, row in enumerate(active) if row[a] or row[b]]
+            silent = _silent_class(active, orbits, r)
+            protected = (not infinite[a][b], not infinite[b][a])
+            # class pairs with the same sizes, orbits, values and neighbours have the same classes (equal blocks)
+            signature = (sizes[a], sizes[b], a == b, silent, protected, joined is None) + tuple(
+                (structure.columns[o], structure.high[o][a], structure.low[o][a], structure.high[o][b],
+                 structure.low[o][b], values[o][a], values[o][b], everyone[o], joined and joined[o]) for o in orbits)
+            if signature not in known:
+                known[signature] = _class_pair(structure, values, a, b, orbits, everyone, joined, silent, protected)
+            prefix = f"x in class {a}, x' in class {b}"
+            classes.extend(dataclasses.replace(pair, name=prefix + pair.name) for pair in known[signature])
     return classes
 
 
@@ -110,10 +119,9 @@ def _class_components(active: list, r: int) -> list[int]:
     return [find(a) for a in range(r)]
 
 
-def _silent_class(active: list, a: int, b: int, r: int) -> bool:
-    """Whether some class has no positive value on any orbit where a or b has one (its reports avoid the pair's)."""
-    used = [o for o, row in enumerate(active) if row[a] or row[b]]
-    return any(not any(active[o][c] for o in used) for c in range(r))
+def _silent_class(active: list, orbits: list, r: int) -> bool:
+    """Whether some class has no positive value on the given orbits (its reports avoid the pair's)."""
+    return any(not any(active[o][c] for o in orbits) for c in range(r))
 
 
 def _pattern(structure: OrbitStructure, o: int, a: int) -> np.ndarray:
@@ -150,12 +158,11 @@ def _counts(structure: OrbitStructure, o: int, a: int, b: int, offsets: np.ndarr
     return counts
 
 
-def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, everyone: list, joined: list | None,
-                silent: bool, protected: tuple[bool, bool]) -> list[PairClass]:
-    """The pair classes of x in class a, x' in class b: one per group of offsets with equal exact numbers."""
+def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, everyone: list,
+                joined: list | None, silent: bool, protected: tuple[bool, bool]) -> list[PairClass]:
+    """The pair classes of x in class a, x' in class b (``orbits``: those where either has a positive value):
+    one per group of offsets with equal exact numbers, named by the group only (the caller adds the classes)."""
     sizes = structure.sizes
-    orbits = [o for o in range(len(structure.columns))
-              if any(values[o][c][v] > 0 for c in (a, b) for v in (HIGH, LOW))]
     period = sizes[a] if a == b else gcd(sizes[a], sizes[b])
     varying = any(_pattern(structure, o, a).size > 1 and _pattern(structure, o, b).size > 1 for o in orbits)
     # without an orbit where both vary every offset meets the same values (a = b then has equal rows)
@@ -183,9 +190,7 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, everyon
         worst = members[np.argmax(tv[members])]
         ratios = [_value(forward, key[0]), _value(backward, key[1])]
         shares = [_value(share_all, key[2]), _value(share_near, key[3])]
-        name = f"x in class {a}, x' in class {b}"
-        if len(groups.T) > 1:
-            name += f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)"
+        name = f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)" if len(groups.T) > 1 else ""
         result.append(_pair_class(name, ratios, shares, tv[worst], slack, protected,
                                   _test(flat[:, worst], counts.reshape(len(cells), -1)[:, worst], first, second,
                                         silent), joined is not None))
