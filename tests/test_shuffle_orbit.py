@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import math
 
 import numpy as np
 import pytest
@@ -70,9 +69,9 @@ def materialised(document: dict) -> tuple[np.ndarray, np.ndarray, PrivacyMatrix]
     group = np.empty(structure.k, dtype=np.int64)
     for first, last, a, _ in structure.ranges:
         group[first:last + 1] = a
-    levels = [[structure.levels[group[x]][group[y]] if x != y else "0" for y in range(structure.k)]
-              for x in range(structure.k)]
-    return np.array(orbit_channel(document), dtype=float), group, PrivacyMatrix(levels)
+    levels = np.array(structure.levels, dtype=object)[np.ix_(group, group)]
+    np.fill_diagonal(levels, "0")
+    return np.array(orbit_channel(document), dtype=float), group, PrivacyMatrix(levels.tolist())
 
 
 def oriented(pair, group) -> tuple[int, int, bool]:
