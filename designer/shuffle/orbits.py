@@ -30,12 +30,17 @@ every pair of the group: with ``p`` at least the pair's ratio, the pair's decomp
 valid decomposition for every ``w`` in between, so a larger TV only raises ``w`` toward 1; a
 smaller share stays a valid clone probability. Within a group only TV varies, so the group's
 bound is the table analysis's bound of its largest-TV pair. The lower-bound test uses that
-pair (x at rank 0, x' at the offset) with the other users holding x, x' or an input of a class
-silent on every output where x and x' differ: a concrete dataset, hence a valid lower bound
-(the table analysis may choose a better input).
+pair (x at rank 0, x' at the offset) and, as a table does, the input z whose reports fall least
+in ``Y+ | Y-`` (worst case), or the least among those whose reports meet x's or x''s (under the
+population assumption: they lie in the pair's component): for every class, ``Q[z, Y+-]`` of all
+its ranks at once is a cyclic convolution over the joint period of pair and class (float
+values, like a table's sums; a class whose joint period exceeds :data:`MAX_TEST_COLUMNS` is
+left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
 
 Cost: per class pair, one correlation of length g per orbit where both classes vary (FFT,
-rounded to the exact integers it computes), and vectorised work over the offsets.
+rounded to the exact integers it computes), vectorised work over the offsets, and per group
+one convolution per class and orbit for the test; class pairs with equal numbers (equal
+blocks) are computed once.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ from designer.shuffle.clones import _ULP, PairClass, _log_up
 
 #: Value indices of a class on an orbit's column: high, low, zero.
 HIGH, LOW, ZERO = 0, 1, 2
+#: Most columns of one orbit's joint period (pair and other user) spelt out to choose the test's other input.
+MAX_TEST_COLUMNS = 1 << 22
 
 
 def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
@@ -76,6 +83,9 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     near = {label: [min(row[a] for a in range(r) if component[a] == label) for row in smallest]
             for label in set(component)}
     infinite = [[ExactEpsilon.parse(text).infinite for text in row] for row in structure.levels]
+    kinds: dict = {}  # a class's size, counts and values on an orbit, numbered
+    kind = [[kinds.setdefault((sizes[a], structure.high[o][a], structure.low[o][a], values[o][a]), len(kinds))
+             for a in range(r)] for o in range(len(values))]
     classes, known = [], {}
     for a in range(r):
         for b in range(a, r):
@@ -83,14 +93,14 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
                 continue
             joined = near[component[a]] if component[a] == component[b] else None
             orbits = [o for o, row in enumerate(active) if row[a] or row[b]]
-            silent = _silent_class(active, orbits, r)
             protected = (not infinite[a][b], not infinite[b][a])
-            # class pairs with the same sizes, orbits, values and neighbours have the same classes (equal blocks)
-            signature = (sizes[a], sizes[b], a == b, silent, protected, joined is None) + tuple(
-                (structure.columns[o], structure.high[o][a], structure.low[o][a], structure.high[o][b],
-                 structure.low[o][b], values[o][a], values[o][b], everyone[o], joined and joined[o]) for o in orbits)
+            # class pairs with the same sizes, orbits, values, neighbours and other classes there have the
+            # same classes (equal blocks): computed once
+            others = tuple(sorted(tuple(kind[o][c] for o in orbits) for c in range(r) if c not in (a, b)))
+            signature = (a == b, protected, joined is None, others) + tuple(
+                (structure.columns[o], kind[o][a], kind[o][b], everyone[o], joined and joined[o]) for o in orbits)
             if signature not in known:
-                known[signature] = _class_pair(structure, values, a, b, orbits, everyone, joined, silent, protected)
+                known[signature] = _class_pair(structure, values, a, b, orbits, everyone, joined, protected)
             prefix = f"x in class {a}, x' in class {b}"
             classes.extend(dataclasses.replace(pair, name=prefix + pair.name) for pair in known[signature])
     return classes
@@ -117,11 +127,6 @@ def _class_components(active: list, r: int) -> list[int]:
         for a in members[1:]:
             label[find(a)] = find(members[0])
     return [find(a) for a in range(r)]
-
-
-def _silent_class(active: list, orbits: list, r: int) -> bool:
-    """Whether some class has no positive value on the given orbits (its reports avoid the pair's)."""
-    return any(not any(active[o][c] for o in orbits) for c in range(r))
 
 
 def _pattern(structure: OrbitStructure, o: int, a: int) -> np.ndarray:
@@ -159,7 +164,7 @@ def _counts(structure: OrbitStructure, o: int, a: int, b: int, offsets: np.ndarr
 
 
 def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, everyone: list,
-                joined: list | None, silent: bool, protected: tuple[bool, bool]) -> list[PairClass]:
+                joined: list | None, protected: tuple[bool, bool]) -> list[PairClass]:
     """The pair classes of x in class a, x' in class b (``orbits``: those where either has a positive value):
     one per group of offsets with equal exact numbers, named by the group only (the caller adds the classes)."""
     sizes = structure.sizes
@@ -192,8 +197,9 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits:
         shares = [_value(share_all, key[2]), _value(share_near, key[3])]
         name = f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)" if len(groups.T) > 1 else ""
         result.append(_pair_class(name, ratios, shares, tv[worst], slack, protected,
-                                  _test(flat[:, worst], counts.reshape(len(cells), -1)[:, worst], first, second,
-                                        silent), joined is not None))
+                                  _test(structure, values, a, b, orbits, int(offsets[worst]),
+                                        flat[:, worst], counts.reshape(len(cells), -1)[:, worst], first, second),
+                                  joined is not None))
     return result
 
 
@@ -226,8 +232,11 @@ def _value(candidates: list, rank: int) -> Fraction | None:
     return distinct[rank] if rank < len(distinct) else None
 
 
-def _test(met: np.ndarray, counts: np.ndarray, first: list, second: list, silent: bool) -> tuple:
-    """``(R(Y+), R(Y-))``, ``(R'(Y+), R'(Y-))`` and the other users' inputs (worst case, class) of one offset."""
+def _test(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, offset: int, met: np.ndarray,
+          counts: np.ndarray, first: list, second: list) -> tuple:
+    """``(R(Y+), R(Y-))``, ``(R'(Y+), R'(Y-))`` of one offset's pair, and ``(Q[z,Y+], Q[z,Y-])`` of the other users'
+    input: the one whose reports fall least in ``Y+ | Y-`` (worst case), and among the inputs whose reports
+    meet x's or x''s (under the population assumption)."""
     plus = [i for i in np.flatnonzero(met) if first[i] > second[i]]
     minus = [i for i in np.flatnonzero(met) if first[i] < second[i]]
 
@@ -236,8 +245,65 @@ def _test(met: np.ndarray, counts: np.ndarray, first: list, second: list, silent
 
     test_first = (mass(first, plus), mass(first, minus))
     test_second = (mass(second, plus), mass(second, minus))
+    # x and x' themselves are candidates (they meet their own reports); so is every member of every class
     held = min(test_first, test_second, key=sum)
-    return test_first, test_second, (0.0, 0.0) if silent else held, held
+    candidates = [(sum(held), held, True)]
+    for c in range(len(structure.sizes)):
+        events = _other_masses(structure, values, a, b, orbits, offset, c)
+        if events is None:
+            continue
+        plus_mass, minus_mass, meets = events
+        total = plus_mass + minus_mass
+        for chosen in (np.argmin(total), np.argmin(np.where(meets, total, np.inf))):
+            if chosen < total.size:
+                candidates.append((total[chosen], (float(plus_mass[chosen]), float(minus_mass[chosen])),
+                                   bool(meets[chosen])))
+    worst = min(candidates, key=lambda item: item[0])[1]
+    near = min((item for item in candidates if item[2]), key=lambda item: item[0])[1]
+    return test_first, test_second, worst, near
+
+
+def _other_masses(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, offset: int,
+                  c: int) -> tuple | None:
+    """For every rank e of class c: ``Q[z, Y+]``, ``Q[z, Y-]`` and whether z's reports meet x's or x''s (x at rank
+    0 of a, x' at the offset in b); None when an orbit's joint period exceeds :data:`MAX_TEST_COLUMNS`.
+
+    On orbit o the pair repeats every ``L = lcm`` of its classes' periods; z's value at column t is
+    ``w((e - t) mod n_c)``, so each mass is a cyclic convolution of w with the event's indicator
+    folded modulo ``n_c`` (float values: the test's numbers, like a table's float sums)."""
+    n_c = structure.sizes[c]
+    plus_mass, minus_mass, meets = np.zeros(n_c), np.zeros(n_c), np.zeros(n_c, dtype=bool)
+    partner = (-offset) % structure.sizes[b]
+    for o in orbits:
+        pattern_a, pattern_b, pattern_c = (_pattern(structure, o, d) for d in (a, b, c))
+        period = math.lcm(pattern_a.size, pattern_b.size)
+        joint = math.lcm(period, pattern_c.size)
+        if joint > MAX_TEST_COLUMNS:
+            return None
+        t = np.arange(period)
+        value_a = np.array([float(v) for v in values[o][a]])[pattern_a[(-t) % pattern_a.size]]
+        value_b = np.array([float(v) for v in values[o][b]])[pattern_b[(partner - t) % pattern_b.size]]
+        weight = np.array([float(v) for v in values[o][c]])[pattern_c]
+        ranks = np.arange(n_c) % pattern_c.size
+        scale = structure.columns[o] / joint
+        for event, total in ((value_a > value_b, plus_mass), (value_a < value_b, minus_mass)):
+            total += scale * np.clip(_convolved(weight, _folded(event, joint, pattern_c.size)), 0.0, None)[ranks]
+        # integer counts of shared columns (rounded FFT): z meets the pair where both are positive
+        shared = _convolved((weight > 0).astype(float), _folded((value_a > 0) | (value_b > 0), joint, pattern_c.size))
+        meets |= np.rint(shared)[ranks] > 0
+    return plus_mass, minus_mass, meets
+
+
+def _folded(event: np.ndarray, joint: int, size: int) -> np.ndarray:
+    """An indicator over one period of the pair, repeated over ``joint`` columns and summed modulo ``size``."""
+    return np.bincount(np.arange(joint) % size, weights=np.tile(event, joint // event.size), minlength=size)
+
+
+def _convolved(weight: np.ndarray, folded: np.ndarray) -> np.ndarray:
+    """``sum_s weight((e - s) mod n) folded(s)`` for every e (cyclic convolution by FFT)."""
+    if weight.size == 1:
+        return weight * folded
+    return np.fft.irfft(np.fft.rfft(weight) * np.fft.rfft(folded), n=weight.size)
 
 
 def _pair_class(name: str, ratios: list, shares: list, tv: float, slack: float, protected: tuple[bool, bool],
