@@ -216,3 +216,16 @@ def test_cli_shuffles_an_orbit_package_and_refuses_a_tampered_one(tmp_path):
         refused = runner.invoke(app, ["shuffle", "--package", str(path), "--n", "1000", "--delta", "1e-6"])
         assert refused.exit_code == code, (label, refused.output)
         assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1
+
+
+def test_too_many_rank_offsets_are_refused_in_one_line(tmp_path, monkeypatch):
+    import designer.shuffle.orbits as orbits
+
+    document = built("ldp6")
+    monkeypatch.setattr(orbits, "MAX_OFFSET_CELLS", 9 * 4)  # one orbit, 5 offsets of 6 members: 45 counts
+    with pytest.raises(ValueError, match="classes 0 and 0 meet at 5 rank offsets on 1 orbits"):
+        orbit_pairs(check_orbit_structure(document))
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(document))
+    refused = runner.invoke(app, ["shuffle", "--package", str(path), "--n", "1000", "--delta", "1e-6"])
+    assert refused.exit_code == 2 and "rank offsets" in refused.output and "Traceback" not in refused.output

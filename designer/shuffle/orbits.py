@@ -58,6 +58,8 @@ from designer.shuffle.clones import _ULP, PairClass, _log_up
 
 #: Value indices of a class on an orbit's column: high, low, zero.
 HIGH, LOW, ZERO = 0, 1, 2
+#: Most counts ``N_o[v, v'](c)`` (orbits x 9 x offsets) of one class pair (8 bytes each).
+MAX_OFFSET_CELLS = 1 << 25
 #: Most columns of one orbit's joint period (pair and other user) spelt out to choose the test's other input.
 MAX_TEST_COLUMNS = 1 << 22
 
@@ -172,6 +174,9 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits:
     varying = any(_pattern(structure, o, a).size > 1 and _pattern(structure, o, b).size > 1 for o in orbits)
     # without an orbit where both vary every offset meets the same values (a = b then has equal rows)
     offsets = (np.arange(1, period) if a == b else np.arange(period)) if varying else np.array([1 if a == b else 0])
+    if len(orbits) * 9 * offsets.size > MAX_OFFSET_CELLS:
+        raise ValueError(f"classes {a} and {b} meet at {offsets.size:,} rank offsets on {len(orbits)} orbits: more "
+                         f"than {MAX_OFFSET_CELLS:,} counts for the shuffle analysis")
     counts = np.stack([_counts(structure, o, a, b, offsets, period) for o in orbits])  # (orbits, 3, 3, offsets)
     met = counts > 0
     cells = [(i, v, w) for i in range(len(orbits)) for v in range(3) for w in range(3)]
@@ -229,7 +234,7 @@ def _extreme(candidates: list, met: np.ndarray, pick) -> np.ndarray:
 def _value(candidates: list, rank: int) -> Fraction | None:
     """The candidate of a rank from :func:`_extreme` (``None``: inf for a ratio, no output for a share)."""
     distinct = sorted({value for value in candidates if value is not None})
-    return distinct[rank] if rank < len(distinct) else None
+    return distinct[rank] if 0 <= rank < len(distinct) else None
 
 
 def _test(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, offset: int, met: np.ndarray,
