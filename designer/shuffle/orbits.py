@@ -115,20 +115,13 @@ def _present(structure: OrbitStructure, o: int, a: int) -> tuple[int, ...]:
 
 
 def _class_components(active: list, r: int) -> list[int]:
-    """Label of each class: classes joined when both have positive values on some orbit."""
-    label = list(range(r))
+    """Label of each class: classes joined when both have positive values on some orbit (transitively)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(a: int) -> int:
-        while label[a] != a:
-            label[a] = label[label[a]]
-            a = label[a]
-        return a
-
-    for row in active:
-        members = [a for a in range(r) if row[a]]
-        for a in members[1:]:
-            label[find(a)] = find(members[0])
-    return [find(a) for a in range(r)]
+    incidence = csr_matrix(np.array(active, dtype=np.int8).reshape(-1, r))  # orbits x classes
+    _, labels = connected_components(incidence.T @ incidence, directed=False)
+    return labels.tolist()
 
 
 def _pattern(structure: OrbitStructure, o: int, a: int) -> np.ndarray:
@@ -200,7 +193,8 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits:
         worst = members[np.argmax(tv[members])]
         ratios = [_value(forward, key[0]), _value(backward, key[1])]
         shares = [_value(share_all, key[2]), _value(share_near, key[3])]
-        name = f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)" if len(groups.T) > 1 else ""
+        name = "" if len(groups.T) == 1 else (
+            f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)")
         result.append(_pair_class(name, ratios, shares, tv[worst], slack, protected,
                                   _test(structure, values, a, b, orbits, int(offsets[worst]),
                                         flat[:, worst], counts.reshape(len(cells), -1)[:, worst], first, second),
