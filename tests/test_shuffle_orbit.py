@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -229,3 +230,17 @@ def test_too_many_rank_offsets_are_refused_in_one_line(tmp_path, monkeypatch):
     path.write_text(json.dumps(document))
     refused = runner.invoke(app, ["shuffle", "--package", str(path), "--n", "1000", "--delta", "1e-6"])
     assert refused.exit_code == 2 and "rank offsets" in refused.output and "Traceback" not in refused.output
+
+
+def test_cli_lists_the_protected_pairs_first(tmp_path):
+    """15 blocks of 2: 15 same-block classes and 105 unprotected cross-block ones (inf); the protected lead."""
+    package = tmp_path / "p.json"
+    assert runner.invoke(app, ["design", "--family", "block", "--k", "30", "--blocks", "15", "--eps", "1",
+                               "--out", str(tmp_path / "d.json"), "--package", str(package)]).exit_code == 0
+    printed = runner.invoke(app, ["shuffle", "--package", str(package), "--n", "1000", "--delta", "1e-6",
+                                  "--population", "100"], terminal_width=200)
+    assert printed.exit_code == 0, printed.output
+    listed = [line for line in printed.output.splitlines() if line.startswith("  x in class")]
+    assert "of 120;" in printed.output and len(listed) == 12
+    blocks = [re.match(r"  x in class (\d+), x' in class (\d+)", line).groups() for line in listed]
+    assert all(first == second for first, second in blocks)  # same block, finite; the inf cross-block pairs follow
