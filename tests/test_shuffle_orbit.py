@@ -244,3 +244,18 @@ def test_cli_lists_the_protected_pairs_first(tmp_path):
     assert "of 120;" in printed.output and len(listed) == 12
     blocks = [re.match(r"  x in class (\d+), x' in class (\d+)", line).groups() for line in listed]
     assert all(first == second for first, second in blocks)  # same block, finite; the inf cross-block pairs follow
+
+
+def test_recorded_central_guarantee_of_an_orbit_package_is_reproved():
+    from designer.shuffle.package import add_shuffle_member, verify_shuffle_member
+
+    document = built("block5-6")  # worst case: nobody else need share the block (one report's level, cheap)
+    recorded = add_shuffle_member(document, 1000, 1e-6)
+    assert 0.99 < recorded.epsilon < 1
+    assert float(document["shuffle"]["epsilon"]) == recorded.epsilon
+    assert verify_shuffle_member(document).delta <= 1e-6
+    forged = copy.deepcopy(document)
+    forged["shuffle"]["epsilon"] = str(recorded.epsilon / 2)
+    forged["sha256"] = package_digest(forged)
+    with pytest.raises(PackageTampered, match="is not proved"):
+        verify_shuffle_member(forged)

@@ -37,6 +37,9 @@ its ranks at once is a cyclic convolution over the joint period of pair and clas
 values, like a table's sums; a class whose joint period exceeds :data:`MAX_TEST_COLUMNS` is
 left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
 
+No class carries the exact count analysis of a two-output table (``PairClass.binary``): for
+a two-output package the clone bound stands, never below the table analysis's.
+
 Cost: per class pair, one correlation of length g per orbit where both classes vary (FFT,
 rounded to the exact integers it computes), vectorised work over the offsets, and per group
 one convolution per class and orbit for the test; class pairs with equal numbers (equal
