@@ -28,7 +28,7 @@ def _number(value: float):
 def shuffle_command(
     channel_file: Path = typer.Option(None, "--channel", help="CSV with k rows of probabilities."),
     e_file: Path = typer.Option(None, "--E", help="CSV of E: which directions are protected (finite entries)."),
-    package_file: Path = typer.Option(None, "--package", help="A mechanism package (table, block or high-low Hadamard)."),
+    package_file: Path = typer.Option(None, "--package", help="A mechanism package (table, block or high-low Hadamard, orbit)."),
     n: int = typer.Option(..., "--n", help="Number of shuffled reports (users)."),
     delta: float = typer.Option(None, "--delta", help="Target delta: prints the central epsilon."),
     epsilon: float = typer.Option(None, "--epsilon", help="Target epsilon instead: prints the central delta."),
@@ -126,10 +126,16 @@ def _print(guarantee, payload: dict, console: Console) -> None:
         if "generic_epsilon" in payload:
             console.print(f"  generic bound from the local level alone (Feldman-McMillan-Talwar): {guarantee.generic:.6g}")
     key = "delta" if given_epsilon else "epsilon"
-    shown = payload["pairs"] if len(payload["pairs"]) <= 12 else sorted(
-        payload["pairs"], key=lambda entry: -max(float(v) for v in entry[key]))[:12]
+
+    def largest(entry: dict) -> tuple[float, float]:
+        """Protected directions first (the guarantee is their maximum), then the rest."""
+        protected = [float(v) for v, is_protected in zip(entry[key], entry["protected"]) if is_protected]
+        return -max(protected, default=-1.0), -max(float(v) for v in entry[key])
+
+    shown = payload["pairs"] if len(payload["pairs"]) <= 12 else sorted(payload["pairs"], key=largest)[:12]
     if len(payload["pairs"]) > 12:
-        console.print(f"  the 12 pairs with the largest central {key} (of {len(payload['pairs'])}; --json lists all):")
+        console.print(f"  the 12 pairs with the largest central {key} over their protected directions (of "
+                      f"{len(payload['pairs'])}; --json lists all):")
     for entry in shown:
         values = ", ".join("inf" if v == "inf" else f"{v:.6g}" for v in entry[key])
         protected = "" if all(entry["protected"]) else f" (protected: {entry['protected']})"

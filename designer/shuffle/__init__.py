@@ -10,6 +10,8 @@
 * :mod:`designer.shuffle.lower` — a lower bound: the exact divergence of a concrete test;
 * :mod:`designer.shuffle.analysis` — per-pair and worst-case guarantees, E-aware, with an
   optional population assumption (:func:`~designer.shuffle.analysis.shuffle_channel`);
+* :mod:`designer.shuffle.orbits` — the pair classes of an orbit package (a symmetric design at
+  class level), per class pair and group of rank offsets, without its table;
 * :mod:`designer.shuffle.sources` — pairs from a channel (and E) or a mechanism package;
 * :mod:`designer.shuffle.package` — the ``shuffle`` member of a package, recorded and re-proved.
 

@@ -52,7 +52,9 @@ class PairClass:
     ratio : float
         ``p`` (rounded up, ``inf`` allowed; 1 when the rows are equal).
     tv : tuple of float
-        ``TV`` rounded down and up.
+        ``TV`` rounded down and up; for a class of pairs, an interval around a ``TV`` at least each
+        member's (:mod:`designer.shuffle.orbits`: a larger ``TV`` only raises ``w`` toward FMT's
+        ``w = 1``, and every ``w`` in between is a valid decomposition).
     share_all, share_class : float
         Smallest share over every input, and over the pair's class (rounded down).
     local : tuple of float

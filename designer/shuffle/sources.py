@@ -3,7 +3,10 @@
 A table package gives its exact table and its E; a ``block-hadamard`` or
 ``high-low-hadamard`` package gives its parameters (block sizes or sensitive set, the
 coin and keep thresholds), from which the pair classes follow exactly
-(:mod:`designer.shuffle.clones`) without building the k x m table (k = 43,750 is fine).
+(:mod:`designer.shuffle.clones`) without building the k x m table (k = 43,750 is fine);
+an ``orbit`` package (a symmetric design at class level) gives its classes, orbits and
+cells, from which :mod:`designer.shuffle.orbits` derives the pair classes per class pair
+and group of rank offsets, again without the table.
 The package's hash and proof are checked first (:class:`PackageTampered` if they fail).
 """
 
@@ -46,18 +49,16 @@ def package_pairs(document: dict, verification=None) -> tuple[list[PairClass], s
     """
     from designer.deploy.package import verify_package
     from designer.deploy.sampler import (
-        PackageError,
         PackageTampered,
         check_common,
         check_hadamard_structure,
         check_high_low_structure,
+        check_orbit_structure,
     )
+    from designer.shuffle.orbits import orbit_pairs
     from designer.deploy.structured import verify_structured_package
 
     kind = check_common(document)
-    if kind == "orbit":
-        raise PackageError("shuffle does not analyse orbit packages (symmetric designs at class level) yet: "
-                           "shuffle a table package of the design, or a block or high-low Hadamard package")
     if kind == "table":
         verification = verify_package(document) if verification is None else verification
         if not verification.certified:
@@ -68,6 +69,10 @@ def package_pairs(document: dict, verification=None) -> tuple[list[PairClass], s
     verification = verify_structured_package(document) if verification is None else verification
     if not verification.certified:
         raise PackageTampered("the structural proof fails: " + "; ".join(verification.failed))
+    if kind == "orbit":
+        structure = check_orbit_structure(document)
+        return orbit_pairs(structure), (f"orbit package, k = {structure.k}, {len(structure.sizes)} classes, "
+                                        f"{len(structure.columns)} support orbits")
     bits = document["bits"]
     if kind == "block-hadamard":
         sizes, coin = check_hadamard_structure(document)
