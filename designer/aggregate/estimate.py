@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from designer.deploy.orbit_operator import OrbitOperator
+
 if TYPE_CHECKING:
     from designer.mechanisms.base import Mechanism
 
@@ -67,7 +69,7 @@ class ReportMechanism:
     input_labels: tuple[str, ...]
     output_labels: tuple[str, ...]
     source: str
-    structured: Mechanism | None = None
+    structured: Mechanism | OrbitOperator | None = None
 
     @property
     def channel(self):
@@ -86,8 +88,9 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     A package is verified first (``designer.deploy.package.verify_package``: structure,
     SHA-256, exact certificate or structural proof): a table package as its channel, a
     ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
-    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised). An ``orbit``
-    package is refused (no closed-form estimator).
+    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised), an ``orbit``
+    package (exact structural proof re-run) as its :class:`~designer.deploy.orbit_operator.OrbitOperator`
+    (cyclic interval sums; never materialised).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -99,9 +102,7 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
         if document.get("kind") in STRUCTURED_KINDS:
             return _structured(document, path)
         if document.get("kind") == "orbit":
-            raise ValueError(f"{path}: an orbit package (symmetric design at class level) has no closed-form "
-                             "estimator: its cyclic columns would have to be inverted per class; estimate with a "
-                             "table package of the same design (design --out at small k, then package)")
+            return _orbit(document, path)
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
@@ -131,6 +132,23 @@ def _structured(document: dict, path: Path) -> ReportMechanism:
                            f"package ({document['kind']})", mechanism)
 
 
+def _orbit(document: dict, path: Path) -> ReportMechanism:
+    """A verified orbit package as its channel operator; inputs and outputs labelled by index."""
+    from designer.deploy.orbit import verify_orbit_package
+    from designer.deploy.orbit_operator import OrbitOperator
+    from designer.deploy.sampler import PackageError, PackageTampered, check_orbit_structure
+
+    try:
+        verification = verify_orbit_package(document)
+    except (PackageError, PackageTampered) as error:
+        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+    if not verification.certified:
+        raise ValueError(f"{path}: the orbit package's privacy proof does not verify")
+    operator = OrbitOperator(check_orbit_structure(document))
+    return ReportMechanism(None, tuple(str(x) for x in range(operator.k)),
+                           tuple(str(j) for j in range(operator.n_outputs)), "package (orbit)", operator)
+
+
 def check_confidence(confidence: float) -> None:
     """Refuse a confidence level outside (0, 1)."""
     if not 0 < confidence < 1:
@@ -148,6 +166,9 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
     """
     if estimator not in ("unbiased", "mle"):
         raise ValueError(f"unknown estimator {estimator!r}; choose unbiased or mle")
+    if estimator == "unbiased" and isinstance(mechanism.structured, OrbitOperator):
+        raise ValueError("--estimator unbiased: an orbit package's cyclic columns need not have rank k (the input "
+                         "distribution may not be identifiable linearly); use --estimator mle")
     if estimator == "mle" and mechanism.structured is not None and mechanism.entries > MAX_MLE_ENTRIES:
         raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
                          f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); "

@@ -1,0 +1,164 @@
+"""Server-side estimation for orbit packages: the channel operator, EM through it, and the CLI.
+
+The operator's products are compared with the dense table of
+:func:`designer.deploy.orbit.orbit_channel` (exact Fractions, built independently from the
+package's cells) for classic, block, high-low, utility-optimized and interleaved class
+structures; EM through the operator with EM on that table; the CLI end to end with reports
+drawn by the stdlib sampler.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from designer.aggregate.estimate import estimate_reports, load_mechanism
+from designer.cli import app
+from designer.deploy.orbit import build_orbit_package, orbit_channel
+from designer.deploy.orbit_operator import OrbitOperator
+from designer.deploy.sampler import OrbitSampler, check_orbit_structure
+from designer.deploy.vectorised import VectorisedSampler
+from designer.estimation import maximum_likelihood, tv_distance
+from designer.symmetry import ClassStructure, design_symmetric
+
+runner = CliRunner()
+N_REPORTS = 200_000
+INF = np.inf
+
+STRUCTURES = {
+    "classic6": ClassStructure.classic(6, 1.0),
+    "block3-4": ClassStructure.block([3, 4], 2.0),
+    "high-low9": ClassStructure.high_low(9, 4, 0.5),
+    "uldp7": ClassStructure.utility_optimized(7, 3, 1.0),
+    # orbits whose columns T are multiples of two class sizes (T / n_a = 3 and 2), classes interleaved
+    "interleaved4-6": ClassStructure([4, 6], [[1.0, 1.0], [1.0, 1.0]], [0.1, 0.1],
+                                     members=[np.array([0, 3, 5, 9]), np.array([1, 2, 4, 6, 7, 8])]),
+    "asymmetric2-3-4": ClassStructure([2, 3, 4], [[1.0] * 3, [0.5] * 3, [2.0] * 3], [1 / 9] * 3),
+    "interleaved-block": ClassStructure([3, 4], [[2.0, INF], [INF, 2.0]], [1 / 7, 1 / 7],
+                                        members=[np.array([0, 3, 5]), np.array([1, 2, 4, 6])]),
+}
+
+
+@pytest.fixture(scope="module")
+def packages() -> dict:
+    return {name: build_orbit_package(design_symmetric(structure)) for name, structure in STRUCTURES.items()}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_operator_products_equal_the_dense_table(packages, name):
+    document = packages[name]
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(check_orbit_structure(document))
+    assert (operator.k, operator.n_outputs) == table.shape
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        p, w = rng.random(operator.k), rng.standard_normal(operator.n_outputs)
+        np.testing.assert_allclose(operator.forward(p), p @ table, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(operator.adjoint(w), table @ w, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(operator.forward(np.full(operator.k, 1.0)), table.sum(axis=0), atol=1e-14)
+    np.testing.assert_allclose(operator.adjoint(np.ones(operator.n_outputs)), 1.0, atol=1e-14)  # rows sum to 1
+
+
+def test_the_structures_cover_multiples_and_constant_classes(packages):
+    """The cases the cyclic sums treat apart: T = 3 n_a and 2 n_b; a class constant on an orbit."""
+    interleaved = check_orbit_structure(packages["interleaved4-6"])
+    assert 12 in interleaved.columns
+    high_low = check_orbit_structure(packages["high-low9"])
+    assert any(high_low.high[o][a] == n or high_low.low[o][a] == n
+               for o in range(len(high_low.columns)) for a, n in enumerate(high_low.sizes))
+
+
+@pytest.mark.parametrize("name", ["classic6", "high-low9", "uldp7", "interleaved4-6", "asymmetric2-3-4"])
+def test_em_through_the_operator_equals_em_on_the_table(packages, name):
+    document = packages[name]
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(check_orbit_structure(document))
+    rng = np.random.default_rng(3)
+    counts = rng.multinomial(5000, rng.dirichlet(np.ones(operator.k)) @ table)
+    dense = maximum_likelihood(counts, table, tolerance=1e-12)
+    fast = maximum_likelihood(counts, operator, tolerance=1e-12)
+    assert dense.converged and fast.converged  # (SQUAREM step counts may differ by rounding)
+    np.testing.assert_allclose(fast.estimate, dense.estimate, rtol=0, atol=1e-9)
+    assert fast.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-12)
+
+
+def test_operator_at_gowalla_scale_is_a_channel():
+    """Block E, 35 x 1,250 (k = 43,750): rows sum to 1 and p @ Q is a distribution, no k x m table."""
+    document = build_orbit_package(design_symmetric(ClassStructure.block([1250] * 35, 1.0), materialise=False))
+    operator = OrbitOperator(check_orbit_structure(document))
+    assert operator.k == operator.n_outputs == 43_750
+    assert operator.work == 35 * (1250 + 1250) + 43_750
+    np.testing.assert_allclose(operator.adjoint(np.ones(operator.n_outputs)), 1.0, atol=1e-12)
+    p = np.random.default_rng(0).dirichlet(np.ones(operator.k))
+    q = operator.forward(p)
+    assert q.min() >= 0 and q.sum() == pytest.approx(1.0, abs=1e-12)
+    # block structure: an input's outputs stay in its block (E = inf across blocks)
+    point = np.zeros(operator.k)
+    point[1250 * 7 + 3] = 1.0
+    assert np.flatnonzero(operator.forward(point)).min() >= 1250 * 7
+    assert np.flatnonzero(operator.forward(point)).max() < 1250 * 8
+
+
+def test_load_mechanism_verifies_the_orbit_package(packages, tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(packages["uldp7"]))
+    mechanism = load_mechanism(path)
+    assert isinstance(mechanism.structured, OrbitOperator)
+    assert mechanism.source == "package (orbit)"
+    assert mechanism.output_labels == tuple(str(j) for j in range(mechanism.structured.n_outputs))
+    tampered = copy.deepcopy(packages["uldp7"])
+    tampered["orbits"][0]["cells_high"][0] = str(int(tampered["orbits"][0]["cells_high"][0]) - 1)
+    path.write_text(json.dumps(tampered))
+    with pytest.raises(ValueError, match="p.json: "):
+        load_mechanism(path)
+
+
+def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
+    """design --package, reports from the stdlib sampler, estimate --estimator mle: TV to the truth near its expected size."""
+    package = tmp_path / "p.json"
+    designed = runner.invoke(app, ["design", "--family", "ldp", "--k", "7", "--eps", "1", "--out", str(tmp_path / "d.json"), "--package", str(package), "--json"])
+    assert designed.exit_code == 0, designed.output
+    document = json.loads(package.read_text())
+    assert document["kind"] == "orbit"
+    table = orbit_channel(document).astype(float)
+    assert np.linalg.matrix_rank(table) == 7  # identifiable: the MLE is unique
+    sampler = OrbitSampler(document, allow_unauthenticated=True)
+    truth = np.array([0.3, 0.05, 0.05, 0.25, 0.1, 0.1, 0.15])
+    inputs = np.random.default_rng(5).choice(7, N_REPORTS, p=truth)
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n" + "\n".join(str(sampler.sample(int(x))) for x in inputs) + "\n")
+    result = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
+                                 "--estimator", "mle", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["mechanism"] == "package (orbit)" and summary["in_alphabet"] == N_REPORTS
+    estimate = np.array([row["value"] for row in summary["estimate"]])
+    # the bound: 2.5 x the expected TV of the linear inverse, sum_x sd_x sqrt(2 / pi) / 2 with
+    # sd^2 = diag(A (diag q - q q^T) A^T) / n, A = pinv(Q^T), q = truth @ Q (about 0.019 here)
+    inverse, q = np.linalg.pinv(table.T), truth @ table
+    sd = np.sqrt(np.diag(inverse @ (np.diag(q) - np.outer(q, q)) @ inverse.T) / N_REPORTS)
+    expected = 0.5 * np.sqrt(2 / np.pi) * sd.sum()
+    assert 0.015 < expected < 0.025
+    assert tv_distance(estimate, truth) < 2.5 * expected
+    assert all(row["low"] <= row["value"] <= row["high"] for row in summary["estimate"])
+
+
+def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):
+    """A value that is no output of the package: counted and listed; none inside: exit 2 naming them."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(packages["classic6"]))
+    mechanism = load_mechanism(path)
+    m = mechanism.structured.n_outputs
+    result = estimate_reports(mechanism, [0, 1, m, -1, "x"], [40, 60, 3, 2, 1], estimator="mle")
+    assert result["in_alphabet"] == 100
+    assert result["outside_alphabet"] == {"count": 6, "distinct": 3, "values": {str(m): 3, "-1": 2, "x": 1}}
+    reports = tmp_path / "r.csv"
+    reports.write_text(f"y\n{m}\n{m + 1}\n")
+    refused = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports),
+                                  "--estimator", "mle"])
+    assert refused.exit_code == 2
+    assert "no report is in the mechanism's output alphabet" in refused.output and "2 reports outside" in refused.output
