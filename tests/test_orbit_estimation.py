@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from designer.aggregate.estimate import estimate_reports, load_mechanism
+from designer.aggregate.estimate import estimate_reports, load_mechanism, unbiased_interval
+from designer.aggregate.orbit_unbiased import OrbitSpectrum
 from designer.cli import app
 from designer.deploy.orbit import build_orbit_package, orbit_channel
 from designer.deploy.orbit_operator import OrbitOperator
@@ -40,7 +41,14 @@ STRUCTURES = {
     "asymmetric2-3-4": ClassStructure([2, 3, 4], [[1.0] * 3, [0.5] * 3, [2.0] * 3], [1 / 9] * 3),
     "interleaved-block": ClassStructure([3, 4], [[2.0, INF], [INF, 2.0]], [1 / 7, 1 / 7],
                                         members=[np.array([0, 3, 5]), np.array([1, 2, 4, 6])]),
+    # full rank with two classes on one orbit (T = 12 = 4 n_0 = 3 n_1; T = 15, 10 over sizes 2, 3, 5)
+    "coupled3-4": ClassStructure([3, 4], [[0.5, 0.5], [1.0, 1.0]], [1 / 7, 1 / 7],
+                                 members=[np.array([1, 4, 6]), np.array([0, 2, 3, 5])]),
+    "coupled2-3-5": ClassStructure([2, 3, 5], [[1.5] * 3, [1.5] * 3, [0.8] * 3], [0.1] * 3),
 }
+#: rank of the dense table (numpy's matrix_rank) of each structure's package
+RANKS = {"classic6": 5, "block3-4": 7, "high-low9": 6, "uldp7": 5, "interleaved4-6": 9, "asymmetric2-3-4": 7,
+         "interleaved-block": 7, "coupled3-4": 7, "coupled2-3-5": 10}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +80,7 @@ def test_the_structures_cover_multiples_and_constant_classes(packages):
                for o in range(len(high_low.columns)) for a, n in enumerate(high_low.sizes))
 
 
-@pytest.mark.parametrize("name", ["classic6", "high-low9", "uldp7", "interleaved4-6", "asymmetric2-3-4"])
+@pytest.mark.parametrize("name", list(STRUCTURES))
 def test_em_through_the_operator_equals_em_on_the_table(packages, name):
     document = packages[name]
     table = orbit_channel(document).astype(float)
@@ -84,6 +92,31 @@ def test_em_through_the_operator_equals_em_on_the_table(packages, name):
     assert dense.converged and fast.converged  # (SQUAREM step counts may differ by rounding)
     np.testing.assert_allclose(fast.estimate, dense.estimate, rtol=0, atol=1e-9)
     assert fast.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_spectrum_rank_equals_the_dense_rank(packages, name):
+    table = orbit_channel(packages[name]).astype(float)
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages[name])))
+    assert np.linalg.matrix_rank(table) == RANKS[name] == spectrum.rank
+    assert (spectrum.unidentifiable() is None) == (RANKS[name] == table.shape[0])
+
+
+@pytest.mark.parametrize("name", [name for name in STRUCTURES if RANKS[name] == STRUCTURES[name].k])
+def test_unbiased_estimate_and_errors_equal_the_dense_ones(packages, name):
+    """(Q Q^T)^-1 Q f and sqrt(diag A (diag f - f f^T) A^T / n) by Fourier blocks = lstsq and pinv on the table."""
+    document = packages[name]
+    table = orbit_channel(document).astype(float)
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(document)))
+    rng = np.random.default_rng(11)
+    counts = rng.multinomial(3000, rng.dirichlet(np.ones(table.shape[0])) @ table)
+    estimate, errors = spectrum.interval(counts)
+    dense_estimate, dense_errors = unbiased_interval(counts, table)
+    np.testing.assert_allclose(estimate, dense_estimate, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(errors, dense_errors, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(spectrum.estimate(counts), dense_estimate, rtol=0, atol=1e-9)
+    truth = rng.dirichlet(np.ones(table.shape[0]))
+    np.testing.assert_allclose(spectrum.estimate(truth @ table), truth, atol=1e-9)  # unbiased: A Q^T p = p
 
 
 def test_operator_at_gowalla_scale_is_a_channel():
@@ -118,7 +151,7 @@ def test_load_mechanism_verifies_the_orbit_package(packages, tmp_path):
 
 
 def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
-    """design --package, reports from the stdlib sampler, estimate --estimator mle: TV to the truth near its expected size."""
+    """design --package, reports from the stdlib sampler, estimate (mle and unbiased): TV to the truth near its expected size."""
     package = tmp_path / "p.json"
     designed = runner.invoke(app, ["design", "--family", "ldp", "--k", "7", "--eps", "1", "--out", str(tmp_path / "d.json"), "--package", str(package), "--json"])
     assert designed.exit_code == 0, designed.output
@@ -131,20 +164,40 @@ def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
     inputs = np.random.default_rng(5).choice(7, N_REPORTS, p=truth)
     reports = tmp_path / "r.csv"
     reports.write_text("y\n" + "\n".join(str(sampler.sample(int(x))) for x in inputs) + "\n")
-    result = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
-                                 "--estimator", "mle", "--json"])
-    assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
-    assert summary["mechanism"] == "package (orbit)" and summary["in_alphabet"] == N_REPORTS
-    estimate = np.array([row["value"] for row in summary["estimate"]])
     # the bound: 2.5 x the expected TV of the linear inverse, sum_x sd_x sqrt(2 / pi) / 2 with
     # sd^2 = diag(A (diag q - q q^T) A^T) / n, A = pinv(Q^T), q = truth @ Q (about 0.019 here)
     inverse, q = np.linalg.pinv(table.T), truth @ table
     sd = np.sqrt(np.diag(inverse @ (np.diag(q) - np.outer(q, q)) @ inverse.T) / N_REPORTS)
     expected = 0.5 * np.sqrt(2 / np.pi) * sd.sum()
     assert 0.015 < expected < 0.025
-    assert tv_distance(estimate, truth) < 2.5 * expected
-    assert all(row["low"] <= row["value"] <= row["high"] for row in summary["estimate"])
+    for estimator in ("mle", "unbiased"):
+        result = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
+                                     "--estimator", estimator, "--json"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)
+        assert summary["mechanism"] == "package (orbit)" and summary["in_alphabet"] == N_REPORTS
+        estimate = np.array([row["value"] for row in summary["estimate"]])
+        assert tv_distance(estimate, truth) < 2.5 * expected
+        assert all(row["low"] <= row["value"] <= row["high"] for row in summary["estimate"])
+    # the unbiased run's plug-in standard errors: the exact sd at the truth, to sampling error
+    errors = np.array([row["std_error"] for row in summary["estimate"]])
+    np.testing.assert_allclose(errors, sd, rtol=0.05)
+    assert "Fourier blocks" in summary["interval_method"]
+
+
+def test_cli_refuses_the_linear_inverse_of_a_rank_deficient_orbit_package(packages, tmp_path):
+    """classic6's cyclic pattern loses frequency 1/2: rank 5 < 6, no unbiased estimator; EM still runs."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(packages["classic6"]))
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n0\n1\n5\n")
+    refused = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports)])
+    assert refused.exit_code == 2
+    assert "rank 5 < k = 6" in refused.output and "frequency 1/2" in refused.output
+    assert "use --estimator mle" in refused.output and "Traceback" not in refused.output
+    em = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports), "--estimator", "mle",
+                             "--json"])
+    assert em.exit_code == 0 and json.loads(em.stdout)["in_alphabet"] == 3
 
 
 def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):

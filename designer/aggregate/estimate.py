@@ -16,11 +16,15 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
   covariance of the linear estimator). For a structured package (block or high-low
   Hadamard response) ``A`` is the paper's estimator ((19), or (15)-(16)) computed with
   fast Walsh–Hadamard transforms, and the diagonal of the same covariance has a closed
-  form (:mod:`designer.aggregate.structured`): any k, ``Q`` never materialised.
+  form (:mod:`designer.aggregate.structured`): any k, ``Q`` never materialised. For an orbit
+  package ``A = (Q Q^T)^{-1} Q`` is computed in Fourier blocks of its cyclic columns, with the
+  same exact variance (:mod:`designer.aggregate.orbit_unbiased`); it exists only when ``Q`` has
+  rank k, which the MI-optimal designs often lack (``--estimator mle`` then).
 * ``mle`` — :func:`designer.estimation.maximum_likelihood` (EM); the interval is
   the percentile interval of a nonparametric bootstrap: ``B`` resamples of the
   output counts from Multinomial(n, f), each re-estimated by EM (seeded). A structured
-  package runs EM through its transforms, up to :data:`MAX_MLE_ENTRIES` channel entries.
+  package runs EM through its transforms (an orbit package through
+  :class:`~designer.deploy.orbit_operator.OrbitOperator`), up to :data:`MAX_MLE_ENTRIES` channel entries.
 
 Simultaneous intervals (``family = m`` intervals that must hold together, e.g. every symbol of
 a histogram, or every symbol of every group): each interval is computed at a level raised so
@@ -38,6 +42,7 @@ that all ``m`` cover together with probability at least ``1 - a``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -47,6 +52,7 @@ import numpy as np
 from designer.deploy.orbit_operator import OrbitOperator
 
 if TYPE_CHECKING:
+    from designer.aggregate.orbit_unbiased import OrbitSpectrum
     from designer.mechanisms.base import Mechanism
 
 #: Distinct outside-alphabet values listed in a report (the total is always given).
@@ -75,6 +81,13 @@ class ReportMechanism:
     def channel(self):
         """What :mod:`designer.estimation` takes: the dense matrix, or the structured operator."""
         return self.matrix if self.structured is None else self.structured
+
+    @cached_property
+    def spectrum(self) -> OrbitSpectrum:
+        """An orbit package's ``Q Q^T`` in Fourier blocks (:mod:`designer.aggregate.orbit_unbiased`), built once."""
+        from designer.aggregate.orbit_unbiased import OrbitSpectrum
+
+        return OrbitSpectrum(self.structured)
 
     @property
     def entries(self) -> int:
@@ -162,17 +175,23 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
     :data:`BOOTSTRAP_SAMPLES` times, and one EM on block HR at k = 43,750 (35 blocks of
     1250, n = 10^7) took 2854 SQUAREM steps, 249 s: ``mle`` on a structured package is
     limited to :data:`MAX_MLE_ENTRIES` channel entries (a dense channel is already in
-    memory: no limit); ``unbiased`` has exact intervals at any k.
+    memory: no limit); ``unbiased`` has exact intervals at any k, where it exists (an orbit
+    package's channel may have rank < k: refused then, with the frequency that is lost).
     """
     if estimator not in ("unbiased", "mle"):
         raise ValueError(f"unknown estimator {estimator!r}; choose unbiased or mle")
     if estimator == "unbiased" and isinstance(mechanism.structured, OrbitOperator):
-        raise ValueError("--estimator unbiased: an orbit package's cyclic columns need not have rank k (the input "
-                         "distribution may not be identifiable linearly); use --estimator mle")
+        reason = mechanism.spectrum.unidentifiable()
+        if reason is not None:
+            raise ValueError(f"--estimator unbiased: {reason}; no unbiased estimator exists (the input distribution "
+                             "is not identifiable from the reports): use --estimator mle")
     if estimator == "mle" and mechanism.structured is not None and mechanism.entries > MAX_MLE_ENTRIES:
+        instead = "use --estimator unbiased (exact intervals at any k)"
+        if isinstance(mechanism.structured, OrbitOperator) and mechanism.spectrum.unidentifiable() is not None:
+            instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
+                       "intervals in Python, designer.estimation.maximum_likelihood(counts, OrbitOperator(...))")
         raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
-                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); "
-                         "use --estimator unbiased (exact intervals at any k)")
+                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
 
 
 def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, ...]) -> tuple[np.ndarray, dict]:
@@ -256,6 +275,10 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         if mechanism.structured is None:
             estimate, errors = unbiased_interval(inside, mechanism.matrix)
             method = "normal approximation, covariance of the linear unbiased estimator"
+        elif isinstance(mechanism.structured, OrbitOperator):
+            estimate, errors = mechanism.spectrum.interval(inside)
+            method = ("normal approximation, exact variance of the least-squares unbiased estimator (Q Q^T)^-1 Q f, "
+                      "by Fourier blocks of the cyclic columns")
         else:
             from designer.aggregate.structured import estimator_equations, structured_unbiased_interval
 
