@@ -4,8 +4,8 @@ An orbit package (:mod:`designer.deploy.orbit`) puts, in column t of orbit o, th
 ``h_a = H n_a / (2^b T j_a)`` on the members of class a at ranks ``i`` with
 ``(i - t) mod n_a < j_a``, ``w_a = L n_a / (2^b T l_a)`` on the next ``l_a`` ranks and 0 on
 the rest. Both ranks and columns are cyclic, so each product is a sum of cyclic interval
-sums, computed from prefix sums in ``O(sum_o T_o r_o + k)`` (``r_o`` the classes not constant
-zero on orbit o) instead of ``O(k m)``:
+sums, computed from prefix sums in ``O(sum_o T_o r_o + k)`` (``r_o`` the classes with a
+positive cell on orbit o) instead of ``O(k m)``:
 
 * forward, ``(p Q)_t = sum_a (h_a P_a[s, s + j_a) + w_a P_a[s + j_a, s + j_a + l_a))`` with
   ``s = t mod n_a`` and ``P_a[u, v)`` the mass of ranks u..v-1 of class a, read cyclically
@@ -16,8 +16,9 @@ zero on orbit o) instead of ``O(k m)``:
   at rank i of class a, with ``W_a`` the weights of orbit o folded modulo ``n_a``
   (``W_a[s] = sum_{t = s mod n_a} w_t``), again read cyclically by prefix sums.
 
-A class constant on an orbit (all members high, or all low) contributes its value times the
-class's total mass (forward) or the orbit's total weight (adjoint). The dense table of
+A class constant on an orbit (all members high, or all low) needs no special case: with
+``s = t mod n_a`` its interval is the whole class (forward), or the whole folded orbit
+(adjoint). The dense table of
 :func:`designer.deploy.orbit.orbit_channel` is the independent reference in the tests.
 """
 
@@ -45,6 +46,14 @@ class _Band:
 class OrbitOperator:
     """The exact channel of a checked orbit package, as ``forward``/``adjoint`` products.
 
+    Every band (orbit o, class a, not constant zero) is laid out once as index arrays, so a
+    product is a few gathers, one cumulative sum and one ``np.bincount`` over all bands at once:
+    prefix sums are taken over the concatenation of every class's doubled ranks (forward) or of
+    every band's doubled folded weights (adjoint), and a difference of two prefix sums inside one
+    segment is that segment's cyclic interval sum. With ``s = t mod n_a`` the same formulas hold
+    for a class constant on the orbit (an interval of length ``n_a`` is the whole class), whether
+    or not ``n_a`` divides ``T_o``.
+
     Parameters
     ----------
     structure : OrbitStructure
@@ -55,8 +64,10 @@ class OrbitOperator:
     ----------
     k, n_outputs : int
         Inputs and outputs (output ``offset_o + t`` is column t of orbit o, as the samplers report it).
+    bands : list of _Band
+        The (orbit, class) pairs with a positive cell, with their counts and column values.
     work : int
-        Elements touched by one product, ``sum_o sum_{a active} (T_o + n_a) + k`` (the cost of EM's steps).
+        Elements one product touches, ``sum_bands (T_o + n_a) + k`` (the cost of EM's steps).
     """
 
     def __init__(self, structure: OrbitStructure):
@@ -77,51 +88,44 @@ class OrbitOperator:
                 low = cell_low * n / (total * period * l) if l else 0.0
                 self.bands.append(_Band(o, a, j, l, high, low))
         self.work = sum(self.periods[band.orbit] + self.sizes[band.a] for band in self.bands) + self.k
+        self._layout()
+
+    def _layout(self) -> None:
+        """Index arrays of every band (class docstring), built once (every class has a band: its cells sum to 2^b)."""
+        class_start = np.concatenate([[0], np.cumsum([2 * n for n in self.sizes])])  # doubled ranks, forward prefix
+        self._doubled_members = np.concatenate([np.concatenate([members, members]) for members in self.members])
+        forward, adjoint, fold_start = [], [], 0  # fold_start: the band's folded weights (n), then doubled (2n)
+        for band in self.bands:
+            n, period = self.sizes[band.a], self.periods[band.orbit]
+            columns, ranks = np.arange(period, dtype=np.int64), np.arange(n, dtype=np.int64)
+            first = class_start[band.a] + columns % n  # P[first + c] - P[first]: ranks s..s+c-1 of class a
+            forward.append((first, self.offsets[band.orbit] + columns, np.full(period, band.j),
+                            np.full(period, band.l), np.full(period, band.high), np.full(period, band.low)))
+            end = 2 * fold_start + ranks + n + 1  # P[end] - P[end - c]: folded weights i-c+1..i, cyclically
+            adjoint.append((fold_start + columns % n, self.offsets[band.orbit] + columns,
+                            fold_start + np.arange(2 * n) % n, end, self.members[band.a], np.full(n, band.j),
+                            np.full(n, band.l), np.full(n, band.high), np.full(n, band.low)))
+            fold_start += n
+        self._folds = fold_start
+        (self._f_first, self._f_target, self._f_j, self._f_l, self._f_high,
+         self._f_low) = (np.concatenate(parts) for parts in zip(*forward))
+        (self._a_fold, self._a_column, self._a_doubled, self._a_end, self._a_member, self._a_j, self._a_l,
+         self._a_high, self._a_low) = (np.concatenate(parts) for parts in zip(*adjoint))
 
     def forward(self, p) -> np.ndarray:
         """``p @ Q``: the output distribution (length ``n_outputs``) of the input distribution ``p``."""
-        p = np.asarray(p, dtype=float)
-        by_class = [p[members] for members in self.members]
-        doubled = [np.concatenate([[0.0], np.cumsum(np.concatenate([values, values]))]) for values in by_class]
-        output = np.zeros(self.n_outputs)
-        for band in self.bands:
-            n, period = self.sizes[band.a], self.periods[band.orbit]
-            column = output[self.offsets[band.orbit]: self.offsets[band.orbit + 1]]
-            if _constant(band, n):
-                column += (band.high if band.j else band.low) * doubled[band.a][n]
-                continue
-            sums, start = doubled[band.a], np.arange(n)
-            values = band.high * (sums[start + band.j] - sums[start])
-            if band.l:
-                values += band.low * (sums[start + band.j + band.l] - sums[start + band.j])
-            column.reshape(period // n, n)[:] += values
-        return output
+        prefix = np.concatenate([[0.0], np.cumsum(np.asarray(p, dtype=float)[self._doubled_members])])
+        first, middle = prefix[self._f_first], prefix[self._f_first + self._f_j]
+        values = self._f_high * (middle - first) + self._f_low * (prefix[self._f_first + self._f_j + self._f_l] - middle)
+        return np.bincount(self._f_target, weights=values, minlength=self.n_outputs)
 
     def adjoint(self, w) -> np.ndarray:
         """``Q @ w``: for every input x, ``sum_y Q(y|x) w_y`` (length ``k``)."""
-        w = np.asarray(w, dtype=float)
-        by_class = [np.zeros(n) for n in self.sizes]
-        for band in self.bands:
-            n, period = self.sizes[band.a], self.periods[band.orbit]
-            weights = w[self.offsets[band.orbit]: self.offsets[band.orbit + 1]]
-            if _constant(band, n):
-                by_class[band.a] += (band.high if band.j else band.low) * weights.sum()
-                continue
-            folded = weights.reshape(period // n, n).sum(axis=0)
-            sums = np.concatenate([[0.0], np.cumsum(np.concatenate([folded, folded]))])
-            end = np.arange(n) + n + 1  # W(i - c, i] = sums[i + n + 1] - sums[i + n + 1 - c]
-            by_class[band.a] += band.high * (sums[end] - sums[end - band.j])
-            if band.l:
-                by_class[band.a] += band.low * (sums[end - band.j] - sums[end - band.j - band.l])
-        result = np.empty(self.k)
-        for members, values in zip(self.members, by_class):
-            result[members] = values
-        return result
-
-
-def _constant(band: _Band, n: int) -> bool:
-    """Every member of the class has the same value in every column of the orbit."""
-    return band.j == n or band.l == n
+        folded = np.bincount(self._a_fold, weights=np.asarray(w, dtype=float)[self._a_column], minlength=self._folds)
+        prefix = np.concatenate([[0.0], np.cumsum(folded[self._a_doubled])])
+        end, middle = prefix[self._a_end], prefix[self._a_end - self._a_j]
+        values = self._a_high * (end - middle) + self._a_low * (middle - prefix[self._a_end - self._a_j - self._a_l])
+        return np.bincount(self._a_member, weights=values, minlength=self.k)
 
 
 def _members(structure: OrbitStructure) -> list[np.ndarray]:
