@@ -16,13 +16,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from designer.aggregate.estimate import estimate_reports, load_mechanism, unbiased_interval
+from designer.aggregate.estimate import check_estimator, estimate_reports, load_mechanism, unbiased_interval
 from designer.aggregate.orbit_unbiased import OrbitSpectrum
 from designer.cli import app
 from designer.deploy.orbit import build_orbit_package, orbit_channel
 from designer.deploy.orbit_operator import OrbitOperator
 from designer.deploy.sampler import OrbitSampler, check_orbit_structure
-from designer.deploy.vectorised import VectorisedSampler
 from designer.estimation import maximum_likelihood, tv_distance
 from designer.symmetry import ClassStructure, design_symmetric
 
@@ -151,9 +150,10 @@ def test_load_mechanism_verifies_the_orbit_package(packages, tmp_path):
 
 
 def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
-    """design --package, reports from the stdlib sampler, estimate (mle and unbiased): TV to the truth near its expected size."""
+    """design --package, stdlib sampler's reports, estimate (mle, unbiased): TV to the truth near its expected size."""
     package = tmp_path / "p.json"
-    designed = runner.invoke(app, ["design", "--family", "ldp", "--k", "7", "--eps", "1", "--out", str(tmp_path / "d.json"), "--package", str(package), "--json"])
+    designed = runner.invoke(app, ["design", "--family", "ldp", "--k", "7", "--eps", "1", "--out",
+                                   str(tmp_path / "d.json"), "--package", str(package), "--json"])
     assert designed.exit_code == 0, designed.output
     document = json.loads(package.read_text())
     assert document["kind"] == "orbit"
@@ -198,6 +198,21 @@ def test_cli_refuses_the_linear_inverse_of_a_rank_deficient_orbit_package(packag
     em = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports), "--estimator", "mle",
                              "--json"])
     assert em.exit_code == 0 and json.loads(em.stdout)["in_alphabet"] == 3
+
+
+def test_large_orbit_packages_get_the_estimator_that_exists(tmp_path):
+    """Beyond the EM bootstrap limit: block E (rank k) is pointed to unbiased; high-low (rank < k) to the library."""
+    for structure, advice in ((ClassStructure.block([1250] * 35, 1.0), "use --estimator unbiased"),
+                              (ClassStructure.high_low(43_750, 3125, 1.0), "has no unbiased estimator")):
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(build_orbit_package(design_symmetric(structure, materialise=False))))
+        mechanism = load_mechanism(path)
+        with pytest.raises(ValueError, match="beyond the EM bootstrap limit") as refused:
+            check_estimator(mechanism, "mle")
+        assert advice in str(refused.value)
+    assert mechanism.spectrum.rank == 40_626  # high-low: the 3,125 sensitive symbols share one output
+    with pytest.raises(ValueError, match="rank 40626 < k = 43750"):
+        check_estimator(mechanism, "unbiased")
 
 
 def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):

@@ -189,7 +189,8 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
         instead = "use --estimator unbiased (exact intervals at any k)"
         if isinstance(mechanism.structured, OrbitOperator) and mechanism.spectrum.unidentifiable() is not None:
             instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
-                       "intervals in Python, designer.estimation.maximum_likelihood(counts, OrbitOperator(...))")
+                       "intervals in Python: designer.estimation.maximum_likelihood(counts, "
+                       "designer.deploy.orbit_operator.OrbitOperator(structure))")
         raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
                          f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
 

@@ -92,7 +92,7 @@ class OrbitSpectrum:
 
     @property
     def rank(self) -> int:
-        """``rank Q``: k minus the eigenvalues of the blocks ``G_phi`` at most :attr:`tolerance` (each is one lost direction)."""
+        """``rank Q``: k minus the block eigenvalues at most :attr:`tolerance` (each is one lost direction)."""
         return self.operator.k - sum(int((group.values <= self.tolerance).sum()) for group in self.groups)
 
     def unidentifiable(self) -> str | None:

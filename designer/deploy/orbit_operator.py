@@ -116,7 +116,8 @@ class OrbitOperator:
         """``p @ Q``: the output distribution (length ``n_outputs``) of the input distribution ``p``."""
         prefix = np.concatenate([[0.0], np.cumsum(np.asarray(p, dtype=float)[self._doubled_members])])
         first, middle = prefix[self._f_first], prefix[self._f_first + self._f_j]
-        values = self._f_high * (middle - first) + self._f_low * (prefix[self._f_first + self._f_j + self._f_l] - middle)
+        last = prefix[self._f_first + self._f_j + self._f_l]
+        values = self._f_high * (middle - first) + self._f_low * (last - middle)
         return np.bincount(self._f_target, weights=values, minlength=self.n_outputs)
 
     def adjoint(self, w) -> np.ndarray:
