@@ -66,8 +66,6 @@ class OrbitOperator:
         Inputs and outputs (output ``offset_o + t`` is column t of orbit o, as the samplers report it).
     bands : list of _Band
         The (orbit, class) pairs with a positive cell, with their counts and column values.
-    work : int
-        Elements one product touches, ``sum_bands (T_o + n_a) + k`` (the cost of EM's steps).
     """
 
     def __init__(self, structure: OrbitStructure):
@@ -87,7 +85,6 @@ class OrbitOperator:
                 high = cell_high * n / (total * period * j) if j else 0.0
                 low = cell_low * n / (total * period * l) if l else 0.0
                 self.bands.append(_Band(o, a, j, l, high, low))
-        self.work = sum(self.periods[band.orbit] + self.sizes[band.a] for band in self.bands) + self.k
         self._layout()
 
     def _layout(self) -> None:
