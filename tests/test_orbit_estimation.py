@@ -118,6 +118,21 @@ def test_unbiased_estimate_and_errors_equal_the_dense_ones(packages, name):
     np.testing.assert_allclose(spectrum.estimate(truth @ table), truth, atol=1e-9)  # unbiased: A Q^T p = p
 
 
+def test_unbiased_intervals_cover_at_their_level(packages):
+    """95% intervals of the Fourier-block estimator cover the truth 95% of the time (300 data sets, n = 20,000)."""
+    document = packages["coupled2-3-5"]
+    table = orbit_channel(document).astype(float)
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(document)))
+    rng = np.random.default_rng(17)
+    truth = rng.dirichlet(np.full(table.shape[0], 2.0))
+    covered = []
+    for counts in rng.multinomial(20_000, truth @ table, size=300):
+        estimate, errors = spectrum.interval(counts)
+        covered.append(np.abs(estimate - truth) <= 1.959964 * errors)
+    # 3,000 intervals, correlated within a data set: 0.95 +- 0.02 is over 4 binomial sds of 300 sets
+    assert abs(np.mean(covered) - 0.95) < 0.02
+
+
 def test_operator_at_gowalla_scale_is_a_channel():
     """Block E, 35 x 1,250 (k = 43,750): rows sum to 1 and p @ Q is a distribution, no k x m table."""
     document = build_orbit_package(design_symmetric(ClassStructure.block([1250] * 35, 1.0), materialise=False))
