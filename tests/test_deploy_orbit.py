@@ -266,14 +266,19 @@ def test_cli_packages_verifies_and_samples_at_k_43750(tmp_path, family):
     assert reports <= support
 
 
-def test_estimate_and_shuffle_refuse_orbit_packages(tmp_path):
+def test_estimate_needs_mle_for_rank_deficient_orbit_packages(tmp_path):
+    """estimate takes orbit packages through EM; the linear inverse is refused when the rank is below k (k = 6: rank 5)."""
     package = tmp_path / "p.json"
     assert runner.invoke(app, ["design", "--family", "ldp", "--k", "6", "--eps", "1", "--out", str(tmp_path / "d.csv"),
                                "--package", str(package)]).exit_code == 0
     reports = tmp_path / "r.csv"
     reports.write_text("y\n0\n1\n")
     estimated = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports)])
-    assert estimated.exit_code == 2 and "no closed-form estimator" in estimated.output
+    assert estimated.exit_code == 2 and "use --estimator mle" in estimated.output
+    estimated = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
+                                    "--estimator", "mle", "--json"])
+    assert estimated.exit_code == 0, estimated.output
+    assert json.loads(estimated.stdout)["in_alphabet"] == 2
 
 
 def test_policy_binding_and_signature(tmp_path):

@@ -16,11 +16,15 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
   covariance of the linear estimator). For a structured package (block or high-low
   Hadamard response) ``A`` is the paper's estimator ((19), or (15)-(16)) computed with
   fast Walsh–Hadamard transforms, and the diagonal of the same covariance has a closed
-  form (:mod:`designer.aggregate.structured`): any k, ``Q`` never materialised.
+  form (:mod:`designer.aggregate.structured`): any k, ``Q`` never materialised. For an orbit
+  package ``A = (Q Q^T)^{-1} Q`` is computed in Fourier blocks of its cyclic columns, with the
+  same exact variance (:mod:`designer.aggregate.orbit_unbiased`); it exists only when ``Q`` has
+  rank k, which the MI-optimal designs often lack (``--estimator mle`` then).
 * ``mle`` — :func:`designer.estimation.maximum_likelihood` (EM); the interval is
   the percentile interval of a nonparametric bootstrap: ``B`` resamples of the
   output counts from Multinomial(n, f), each re-estimated by EM (seeded). A structured
-  package runs EM through its transforms, up to :data:`MAX_MLE_ENTRIES` channel entries.
+  package runs EM through its transforms (an orbit package through
+  :class:`~designer.deploy.orbit_operator.OrbitOperator`), up to :data:`MAX_MLE_ENTRIES` channel entries.
 
 Simultaneous intervals (``family = m`` intervals that must hold together, e.g. every symbol of
 a histogram, or every symbol of every group): each interval is computed at a level raised so
@@ -38,13 +42,17 @@ that all ``m`` cover together with probability at least ``1 - a``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from designer.deploy.orbit_operator import OrbitOperator
+
 if TYPE_CHECKING:
+    from designer.aggregate.orbit_unbiased import OrbitSpectrum
     from designer.mechanisms.base import Mechanism
 
 #: Distinct outside-alphabet values listed in a report (the total is always given).
@@ -67,12 +75,19 @@ class ReportMechanism:
     input_labels: tuple[str, ...]
     output_labels: tuple[str, ...]
     source: str
-    structured: Mechanism | None = None
+    structured: Mechanism | OrbitOperator | None = None
 
     @property
     def channel(self):
         """What :mod:`designer.estimation` takes: the dense matrix, or the structured operator."""
         return self.matrix if self.structured is None else self.structured
+
+    @cached_property
+    def spectrum(self) -> OrbitSpectrum:
+        """An orbit package's ``Q Q^T`` in Fourier blocks (:mod:`designer.aggregate.orbit_unbiased`), built once."""
+        from designer.aggregate.orbit_unbiased import OrbitSpectrum
+
+        return OrbitSpectrum(self.structured)
 
     @property
     def entries(self) -> int:
@@ -86,8 +101,9 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     A package is verified first (``designer.deploy.package.verify_package``: structure,
     SHA-256, exact certificate or structural proof): a table package as its channel, a
     ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
-    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised). An ``orbit``
-    package is refused (no closed-form estimator).
+    (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised), an ``orbit``
+    package (exact structural proof re-run) as its :class:`~designer.deploy.orbit_operator.OrbitOperator`
+    (cyclic interval sums; never materialised).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -99,9 +115,7 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
         if document.get("kind") in STRUCTURED_KINDS:
             return _structured(document, path)
         if document.get("kind") == "orbit":
-            raise ValueError(f"{path}: an orbit package (symmetric design at class level) has no closed-form "
-                             "estimator: its cyclic columns would have to be inverted per class; estimate with a "
-                             "table package of the same design (design --out at small k, then package)")
+            return _orbit(document, path)
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
@@ -131,6 +145,23 @@ def _structured(document: dict, path: Path) -> ReportMechanism:
                            f"package ({document['kind']})", mechanism)
 
 
+def _orbit(document: dict, path: Path) -> ReportMechanism:
+    """A verified orbit package as its channel operator; inputs and outputs labelled by index."""
+    from designer.deploy.orbit import verify_orbit_package
+    from designer.deploy.orbit_operator import OrbitOperator
+    from designer.deploy.sampler import PackageError, PackageTampered, check_orbit_structure
+
+    try:
+        verification = verify_orbit_package(document)
+    except (PackageError, PackageTampered) as error:
+        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+    if not verification.certified:
+        raise ValueError(f"{path}: the orbit package's privacy proof does not verify")
+    operator = OrbitOperator(check_orbit_structure(document))
+    return ReportMechanism(None, tuple(str(x) for x in range(operator.k)),
+                           tuple(str(j) for j in range(operator.n_outputs)), "package (orbit)", operator)
+
+
 def check_confidence(confidence: float) -> None:
     """Refuse a confidence level outside (0, 1)."""
     if not 0 < confidence < 1:
@@ -144,14 +175,24 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
     :data:`BOOTSTRAP_SAMPLES` times, and one EM on block HR at k = 43,750 (35 blocks of
     1250, n = 10^7) took 2854 SQUAREM steps, 249 s: ``mle`` on a structured package is
     limited to :data:`MAX_MLE_ENTRIES` channel entries (a dense channel is already in
-    memory: no limit); ``unbiased`` has exact intervals at any k.
+    memory: no limit); ``unbiased`` has exact intervals at any k, where it exists (an orbit
+    package's channel may have rank < k: refused then, with the frequency that is lost).
     """
     if estimator not in ("unbiased", "mle"):
         raise ValueError(f"unknown estimator {estimator!r}; choose unbiased or mle")
+    if estimator == "unbiased" and isinstance(mechanism.structured, OrbitOperator):
+        reason = mechanism.spectrum.unidentifiable()
+        if reason is not None:
+            raise ValueError(f"--estimator unbiased: {reason}; no unbiased estimator exists (the input distribution "
+                             "is not identifiable from the reports): use --estimator mle")
     if estimator == "mle" and mechanism.structured is not None and mechanism.entries > MAX_MLE_ENTRIES:
+        instead = "use --estimator unbiased (exact intervals at any k)"
+        if isinstance(mechanism.structured, OrbitOperator) and mechanism.spectrum.unidentifiable() is not None:
+            instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
+                       "intervals in Python: designer.estimation.maximum_likelihood(counts, "
+                       "designer.deploy.orbit_operator.OrbitOperator(structure))")
         raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
-                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); "
-                         "use --estimator unbiased (exact intervals at any k)")
+                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
 
 
 def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, ...]) -> tuple[np.ndarray, dict]:
@@ -235,6 +276,10 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         if mechanism.structured is None:
             estimate, errors = unbiased_interval(inside, mechanism.matrix)
             method = "normal approximation, covariance of the linear unbiased estimator"
+        elif isinstance(mechanism.structured, OrbitOperator):
+            estimate, errors = mechanism.spectrum.interval(inside)
+            method = ("normal approximation, exact variance of the least-squares unbiased estimator (Q Q^T)^-1 Q f, "
+                      "by Fourier blocks of the cyclic columns")
         else:
             from designer.aggregate.structured import estimator_equations, structured_unbiased_interval
 

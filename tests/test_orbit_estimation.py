@@ -1,0 +1,247 @@
+"""Server-side estimation for orbit packages: the channel operator, EM through it, and the CLI.
+
+The operator's products are compared with the dense table of
+:func:`designer.deploy.orbit.orbit_channel` (exact Fractions, built independently from the
+package's cells) for classic, block, high-low, utility-optimized and interleaved class
+structures; EM through the operator with EM on that table; the CLI end to end with reports
+drawn by the stdlib sampler.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from designer.aggregate.estimate import check_estimator, estimate_reports, load_mechanism, unbiased_interval
+from designer.aggregate.orbit_unbiased import OrbitSpectrum
+from designer.cli import app
+from designer.deploy.orbit import build_orbit_package, orbit_channel
+from designer.deploy.orbit_operator import OrbitOperator
+from designer.deploy.sampler import OrbitSampler, check_orbit_structure
+from designer.estimation import maximum_likelihood, tv_distance
+from designer.symmetry import ClassStructure, design_symmetric
+
+runner = CliRunner()
+N_REPORTS = 200_000
+INF = np.inf
+
+STRUCTURES = {
+    "classic6": ClassStructure.classic(6, 1.0),
+    "block3-4": ClassStructure.block([3, 4], 2.0),
+    "high-low9": ClassStructure.high_low(9, 4, 0.5),
+    "uldp7": ClassStructure.utility_optimized(7, 3, 1.0),
+    # orbits whose columns T are multiples of two class sizes (T / n_a = 3 and 2), classes interleaved
+    "interleaved4-6": ClassStructure([4, 6], [[1.0, 1.0], [1.0, 1.0]], [0.1, 0.1],
+                                     members=[np.array([0, 3, 5, 9]), np.array([1, 2, 4, 6, 7, 8])]),
+    "asymmetric2-3-4": ClassStructure([2, 3, 4], [[1.0] * 3, [0.5] * 3, [2.0] * 3], [1 / 9] * 3),
+    "interleaved-block": ClassStructure([3, 4], [[2.0, INF], [INF, 2.0]], [1 / 7, 1 / 7],
+                                        members=[np.array([0, 3, 5]), np.array([1, 2, 4, 6])]),
+    # full rank with two classes on one orbit (T = 12 = 4 n_0 = 3 n_1; T = 15, 10 over sizes 2, 3, 5)
+    "coupled3-4": ClassStructure([3, 4], [[0.5, 0.5], [1.0, 1.0]], [1 / 7, 1 / 7],
+                                 members=[np.array([1, 4, 6]), np.array([0, 2, 3, 5])]),
+    "coupled2-3-5": ClassStructure([2, 3, 5], [[1.5] * 3, [1.5] * 3, [0.8] * 3], [0.1] * 3),
+}
+#: rank of the dense table (numpy's matrix_rank) of each structure's package
+RANKS = {"classic6": 5, "block3-4": 7, "high-low9": 6, "uldp7": 5, "interleaved4-6": 9, "asymmetric2-3-4": 7,
+         "interleaved-block": 7, "coupled3-4": 7, "coupled2-3-5": 10}
+
+
+@pytest.fixture(scope="module")
+def packages() -> dict:
+    return {name: build_orbit_package(design_symmetric(structure)) for name, structure in STRUCTURES.items()}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_operator_products_equal_the_dense_table(packages, name):
+    document = packages[name]
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(check_orbit_structure(document))
+    assert (operator.k, operator.n_outputs) == table.shape
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        p, w = rng.random(operator.k), rng.standard_normal(operator.n_outputs)
+        np.testing.assert_allclose(operator.forward(p), p @ table, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(operator.adjoint(w), table @ w, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(operator.forward(np.full(operator.k, 1.0)), table.sum(axis=0), atol=1e-14)
+    np.testing.assert_allclose(operator.adjoint(np.ones(operator.n_outputs)), 1.0, atol=1e-14)  # rows sum to 1
+
+
+def test_the_structures_cover_multiples_and_constant_classes(packages):
+    """The cases the cyclic sums treat apart: T = 3 n_a and 2 n_b; a class constant on an orbit."""
+    interleaved = check_orbit_structure(packages["interleaved4-6"])
+    assert 12 in interleaved.columns
+    high_low = check_orbit_structure(packages["high-low9"])
+    assert any(high_low.high[o][a] == n or high_low.low[o][a] == n
+               for o in range(len(high_low.columns)) for a, n in enumerate(high_low.sizes))
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_em_through_the_operator_equals_em_on_the_table(packages, name):
+    document = packages[name]
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(check_orbit_structure(document))
+    rng = np.random.default_rng(3)
+    counts = rng.multinomial(5000, rng.dirichlet(np.ones(operator.k)) @ table)
+    dense = maximum_likelihood(counts, table, tolerance=1e-12)
+    fast = maximum_likelihood(counts, operator, tolerance=1e-12)
+    assert dense.converged and fast.converged  # (SQUAREM step counts may differ by rounding)
+    np.testing.assert_allclose(fast.estimate, dense.estimate, rtol=0, atol=1e-9)
+    assert fast.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_spectrum_rank_equals_the_dense_rank(packages, name):
+    table = orbit_channel(packages[name]).astype(float)
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages[name])))
+    assert np.linalg.matrix_rank(table) == RANKS[name] == spectrum.rank
+    assert (spectrum.unidentifiable() is None) == (RANKS[name] == table.shape[0])
+
+
+@pytest.mark.parametrize("name", [name for name in STRUCTURES if RANKS[name] == STRUCTURES[name].k])
+def test_unbiased_estimate_and_errors_equal_the_dense_ones(packages, name):
+    """(Q Q^T)^-1 Q f and sqrt(diag A (diag f - f f^T) A^T / n) by Fourier blocks = lstsq and pinv on the table."""
+    document = packages[name]
+    table = orbit_channel(document).astype(float)
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(document)))
+    rng = np.random.default_rng(11)
+    counts = rng.multinomial(3000, rng.dirichlet(np.ones(table.shape[0])) @ table)
+    estimate, errors = spectrum.interval(counts)
+    dense_estimate, dense_errors = unbiased_interval(counts, table)
+    np.testing.assert_allclose(estimate, dense_estimate, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(errors, dense_errors, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(spectrum.estimate(counts), dense_estimate, rtol=0, atol=1e-9)
+    truth = rng.dirichlet(np.ones(table.shape[0]))
+    np.testing.assert_allclose(spectrum.estimate(truth @ table), truth, atol=1e-9)  # unbiased: A Q^T p = p
+
+
+def test_unbiased_intervals_cover_at_their_level(packages):
+    """95% intervals of the Fourier-block estimator cover the truth 95% of the time (300 data sets, n = 20,000)."""
+    document = packages["coupled2-3-5"]
+    table = orbit_channel(document).astype(float)
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(document)))
+    rng = np.random.default_rng(17)
+    truth = rng.dirichlet(np.full(table.shape[0], 2.0))
+    covered = []
+    for counts in rng.multinomial(20_000, truth @ table, size=300):
+        estimate, errors = spectrum.interval(counts)
+        covered.append(np.abs(estimate - truth) <= 1.959964 * errors)
+    # 3,000 intervals, correlated within a data set: 0.95 +- 0.02 is over 4 binomial sds of 300 sets
+    assert abs(np.mean(covered) - 0.95) < 0.02
+
+
+def test_operator_at_gowalla_scale_is_a_channel():
+    """Block E, 35 x 1,250 (k = 43,750): rows sum to 1 and p @ Q is a distribution, no k x m table."""
+    document = build_orbit_package(design_symmetric(ClassStructure.block([1250] * 35, 1.0), materialise=False))
+    operator = OrbitOperator(check_orbit_structure(document))
+    assert operator.k == operator.n_outputs == 43_750
+    assert len(operator.bands) == 35  # one class per orbit: the other 34 never report it
+    np.testing.assert_allclose(operator.adjoint(np.ones(operator.n_outputs)), 1.0, atol=1e-12)
+    p = np.random.default_rng(0).dirichlet(np.ones(operator.k))
+    q = operator.forward(p)
+    assert q.min() >= 0 and q.sum() == pytest.approx(1.0, abs=1e-12)
+    # block structure: an input's outputs stay in its block (E = inf across blocks)
+    point = np.zeros(operator.k)
+    point[1250 * 7 + 3] = 1.0
+    assert np.flatnonzero(operator.forward(point)).min() >= 1250 * 7
+    assert np.flatnonzero(operator.forward(point)).max() < 1250 * 8
+
+
+def test_load_mechanism_verifies_the_orbit_package(packages, tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(packages["uldp7"]))
+    mechanism = load_mechanism(path)
+    assert isinstance(mechanism.structured, OrbitOperator)
+    assert mechanism.source == "package (orbit)"
+    assert mechanism.output_labels == tuple(str(j) for j in range(mechanism.structured.n_outputs))
+    tampered = copy.deepcopy(packages["uldp7"])
+    tampered["orbits"][0]["cells_high"][0] = str(int(tampered["orbits"][0]["cells_high"][0]) - 1)
+    path.write_text(json.dumps(tampered))
+    with pytest.raises(ValueError, match="p.json: "):
+        load_mechanism(path)
+
+
+def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
+    """design --package, stdlib sampler's reports, estimate (mle, unbiased): TV to the truth near its expected size."""
+    package = tmp_path / "p.json"
+    designed = runner.invoke(app, ["design", "--family", "ldp", "--k", "7", "--eps", "1", "--out",
+                                   str(tmp_path / "d.json"), "--package", str(package), "--json"])
+    assert designed.exit_code == 0, designed.output
+    document = json.loads(package.read_text())
+    assert document["kind"] == "orbit"
+    table = orbit_channel(document).astype(float)
+    assert np.linalg.matrix_rank(table) == 7  # identifiable: the MLE is unique
+    sampler = OrbitSampler(document, allow_unauthenticated=True)
+    truth = np.array([0.3, 0.05, 0.05, 0.25, 0.1, 0.1, 0.15])
+    inputs = np.random.default_rng(5).choice(7, N_REPORTS, p=truth)
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n" + "\n".join(str(sampler.sample(int(x))) for x in inputs) + "\n")
+    # the bound: 2.5 x the expected TV of the linear inverse, sum_x sd_x sqrt(2 / pi) / 2 with
+    # sd^2 = diag(A (diag q - q q^T) A^T) / n, A = pinv(Q^T), q = truth @ Q (about 0.019 here)
+    inverse, q = np.linalg.pinv(table.T), truth @ table
+    sd = np.sqrt(np.diag(inverse @ (np.diag(q) - np.outer(q, q)) @ inverse.T) / N_REPORTS)
+    expected = 0.5 * np.sqrt(2 / np.pi) * sd.sum()
+    assert 0.015 < expected < 0.025
+    for estimator in ("mle", "unbiased"):
+        result = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
+                                     "--estimator", estimator, "--json"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)
+        assert summary["mechanism"] == "package (orbit)" and summary["in_alphabet"] == N_REPORTS
+        estimate = np.array([row["value"] for row in summary["estimate"]])
+        assert tv_distance(estimate, truth) < 2.5 * expected
+        assert all(row["low"] <= row["value"] <= row["high"] for row in summary["estimate"])
+    # the unbiased run's plug-in standard errors: the exact sd at the truth, to sampling error
+    errors = np.array([row["std_error"] for row in summary["estimate"]])
+    np.testing.assert_allclose(errors, sd, rtol=0.05)
+    assert "Fourier blocks" in summary["interval_method"]
+
+
+def test_cli_refuses_the_linear_inverse_of_a_rank_deficient_orbit_package(packages, tmp_path):
+    """classic6's cyclic pattern loses frequency 1/2: rank 5 < 6, no unbiased estimator; EM still runs."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(packages["classic6"]))
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n0\n1\n5\n")
+    refused = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports)])
+    assert refused.exit_code == 2
+    assert "rank 5 < k = 6" in refused.output and "frequency 1/2" in refused.output
+    assert "use --estimator mle" in refused.output and "Traceback" not in refused.output
+    em = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports), "--estimator", "mle",
+                             "--json"])
+    assert em.exit_code == 0 and json.loads(em.stdout)["in_alphabet"] == 3
+
+
+def test_large_orbit_packages_get_the_estimator_that_exists(tmp_path):
+    """Beyond the EM bootstrap limit: block E (rank k) is pointed to unbiased; high-low (rank < k) to the library."""
+    for structure, advice in ((ClassStructure.block([1250] * 35, 1.0), "use --estimator unbiased"),
+                              (ClassStructure.high_low(43_750, 3125, 1.0), "has no unbiased estimator")):
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(build_orbit_package(design_symmetric(structure, materialise=False))))
+        mechanism = load_mechanism(path)
+        with pytest.raises(ValueError, match="beyond the EM bootstrap limit") as refused:
+            check_estimator(mechanism, "mle")
+        assert advice in str(refused.value)
+    assert mechanism.spectrum.rank == 40_626  # high-low: the 3,125 sensitive symbols share one output
+    with pytest.raises(ValueError, match="rank 40626 < k = 43750"):
+        check_estimator(mechanism, "unbiased")
+
+
+def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):
+    """A value that is no output of the package: counted and listed; none inside: exit 2 naming them."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(packages["classic6"]))
+    mechanism = load_mechanism(path)
+    m = mechanism.structured.n_outputs
+    result = estimate_reports(mechanism, [0, 1, m, -1, "x"], [40, 60, 3, 2, 1], estimator="mle")
+    assert result["in_alphabet"] == 100
+    assert result["outside_alphabet"] == {"count": 6, "distinct": 3, "values": {str(m): 3, "-1": 2, "x": 1}}
+    reports = tmp_path / "r.csv"
+    reports.write_text(f"y\n{m}\n{m + 1}\n")
+    refused = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports),
+                                  "--estimator", "mle"])
+    assert refused.exit_code == 2
+    assert "no report is in the mechanism's output alphabet" in refused.output and "2 reports outside" in refused.output
