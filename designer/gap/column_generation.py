@@ -276,9 +276,9 @@ def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> flo
     Row maxima of E* are rounded up to the finest grid of at most :data:`RELAXATION_LEVELS` levels
     whose classes (equal level and equal prior) keep the orbit LP within its orbit limit.
     """
-    from designer.symmetry import ClassStructure, SymmetryLostError, design_symmetric
+    from designer.symmetry import ClassStructure, SymmetryLostError
+    from designer.symmetry.design import solve_orbits
     from designer.symmetry.exact import information_upper_bound
-    from designer.symmetry.orbits import enumerate_orbits, row_levels
 
     k = privacy.k
     closure = privacy.closure().epsilon.copy()
@@ -303,12 +303,10 @@ def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> flo
             np.array([prior[group[0]] for group in groups]), members=groups, name=f"relaxation of {privacy.name}",
         )
         try:
-            design = design_symmetric(structure, materialise=False)
+            optimum = solve_orbits(structure)  # the orbits, enumerated once for the LP and for the proof
         except SymmetryLostError:
             continue
-        epsilon, components = row_levels(structure)
-        return information_upper_bound(structure, components, epsilon, enumerate_orbits(structure, epsilon, components),
-                                       design.duals)
+        return information_upper_bound(structure, optimum.components, optimum.epsilon, optimum.orbits, optimum.duals)
     return np.inf
 
 
