@@ -256,7 +256,8 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
     from designer.symmetry import exact as rational
 
     tick = time.perf_counter()
-    ratios = rational.exact_ratios(structure, components, epsilon)
+    levels = rational.exact_row_levels(structure, components, epsilon)
+    ratios = rational.exact_ratios(levels)
     chosen = {o: theta for o, theta in rational.exact_weights(structure, orbits, np.flatnonzero(weights), ratios).items() if theta}
     weights = np.zeros(orbits.count)
     for o, theta in chosen.items():
@@ -265,7 +266,7 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
     for column, o in zip(support, np.flatnonzero(weights)):
         column.exact_weight = str(chosen[o])
     periods = {o: cyclic_period(structure, orbits, o) for o in chosen}
-    solution = rational.ExactSupport(structure, components, epsilon, orbits, ratios, chosen)
+    solution = rational.ExactSupport(structure, components, epsilon, orbits, ratios, chosen, levels)
     timings["exact weights"] = time.perf_counter() - tick
     tick = time.perf_counter()
     channel = None
@@ -287,7 +288,7 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
         structure, utility, objective, duals, float(np.max(values - orbits.class_sums() @ duals)),
         float(structure.sizes @ duals - objective), orbits.count, support, channel, certificate, epsilon,
         seconds=time.perf_counter() - start, timings=timings, exact=True, bracket=bracket,
-        note=rational.irrational_note(structure, components, epsilon), exact_ratios=[str(ratio) for ratio in ratios],
+        note=rational.irrational_note(levels), exact_ratios=[str(ratio) for ratio in ratios],
     )
 
 
