@@ -452,3 +452,22 @@ def test_solve_orbits_is_the_orbit_lp_of_design_symmetric():
     optimum, design = solve_orbits(structure), design_symmetric(structure)
     assert optimum.objective == design.objective and np.array_equal(optimum.duals, design.duals)
     assert optimum.orbits.count == design.n_orbits and np.array_equal(optimum.epsilon, design.row_levels)
+
+
+def test_relaxation_levels_are_above_the_exact_closure(monkeypatch):
+    """E' >= E* for the closure in rationals: the float sum 1.316 + 0.503 rounds below the true path sum."""
+    from fractions import Fraction
+
+    import designer.symmetry.design as design_module
+    from designer.gap.column_generation import symmetric_relaxation_bound
+
+    a, b = 1.316, 0.503
+    assert Fraction(a) + Fraction(b) > Fraction(a + b)  # E*[0, 2] = a + b (through 1) is rounded down
+    privacy = PrivacyMatrix(np.array([[0, a, np.inf], [0.05, 0, b], [0.05, 0.05, 0]]))
+    structures, solve = [], design_module.solve_orbits
+    monkeypatch.setattr(design_module, "solve_orbits", lambda structure, *rest: structures.append(structure) or solve(structure, *rest))
+    bound = symmetric_relaxation_bound(privacy, np.full(3, 1 / 3))
+    (structure,) = structures
+    row = next(index for index, members in enumerate(structure.members) if 0 in members)
+    assert Fraction(float(structure.levels[row, 0])) >= Fraction(a) + Fraction(b)  # the top level is row 0's maximum
+    assert bound >= design_channel(privacy).objective
