@@ -221,7 +221,7 @@ def information_bracket(solution: ExactSupport, duals: np.ndarray) -> Optimality
         chosen = [arb_fraction(ratio) for ratio in ratios]
         lower = flint.arb(0)
         for o, theta in weights.items():
-            lower += arb_fraction(theta) * _information(orbits, o, chosen, prior)[0]
+            lower += arb_fraction(theta) * _information(orbits, o, chosen, prior)
         upper, delta = _dual_bound(structure, solution.levels, orbits, duals, prior)
         low, _ = ball_bounds(lower)
     return OptimalityBracket(float_outward(low, -math.inf), float_outward(upper, math.inf), float(delta))
@@ -248,28 +248,52 @@ def _arb_prior(structure: ClassStructure) -> list:
 
 
 def _dual_bound(structure, levels, orbits, duals, prior) -> tuple[Fraction, Fraction]:
-    """``(sum_a n_a (y_a + delta), delta)`` of :func:`information_upper_bound`, as exact rationals (``levels``: :func:`exact_row_levels`)."""
+    """``(sum_a n_a (y_a + delta), delta)`` of :func:`information_upper_bound`, as exact rationals (``levels``: :func:`exact_row_levels`).
+
+    Each orbit's excess is an Arb ball; ``delta`` is the largest upper endpoint (exact points, compared
+    exactly), converted to a rational once. Orbits are read per component, on that component's classes.
+    """
     import flint
 
     true = [flint.arb(1) if level is None else _true_ratio(level) for level in levels]
+    terms = [ratio * ratio.log() for ratio in true]
     y = [Fraction(float(value)) for value in duals]
     dual = [arb_fraction(value) for value in y]
-    delta = Fraction(0)
-    for o in range(orbits.count):
-        value, sums = _information(orbits, o, true, prior)
-        excess = (value - sum((dual[a] * part for a, part in sums.items()), flint.arb(0))) / sum(sums.values(), flint.arb(0))
-        delta = max(delta, ball_bounds(excess)[1])
+    top = flint.arb(0)
+    for component in np.unique(orbits.component):
+        rows = np.flatnonzero(orbits.component == component)
+        classes = np.flatnonzero((orbits.high[rows] + orbits.low[rows]).any(axis=0)).tolist()
+        for high, low in zip(orbits.high[np.ix_(rows, classes)].tolist(), orbits.low[np.ix_(rows, classes)].tolist()):
+            value, sums = _orbit_information(classes, high, low, true, terms, prior)
+            paid = sum((dual[a] * part for a, part in zip(classes, sums)), flint.arb(0))
+            excess = ((value - paid) / sum(sums, flint.arb(0))).upper()
+            if excess > top:
+                top = excess
+    delta = ball_bounds(top)[1]
     return sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0)), delta
 
 
 def _information(orbits: Orbits, o: int, ratios, prior):
-    """``mu(v_o)`` of a box vertex in Arb, and its non-zero class sums ``{a: s_a}``."""
+    """``mu(v_o)`` of a box vertex in Arb (:func:`_orbit_information` on its non-zero classes)."""
+    classes = np.flatnonzero(orbits.high[o] + orbits.low[o]).tolist()
+    terms = {a: ratios[a] * ratios[a].log() for a in classes}
+    return _orbit_information(classes, orbits.high[o, classes].tolist(), orbits.low[o, classes].tolist(), ratios, terms, prior)[0]
+
+
+def _orbit_information(classes, high, low, ratios, terms, prior):
+    """``mu(v) = sum_a p_a high_a r_a log r_a - P log P`` of a box vertex in Arb (``P = sum_a p_a s_a``), and its class sums.
+
+    ``high``, ``low``: the vertex's counts on ``classes``; ``terms[a] = r_a log r_a``.
+    """
     import flint
 
-    high, low = orbits.high[o], orbits.low[o]
-    sums = {int(a): int(high[a]) * ratios[a] + int(low[a]) for a in np.flatnonzero(high + low)}
-    mass = sum((prior[a] * part for a, part in sums.items()), flint.arb(0))
-    own = sum((prior[a] * int(high[a]) * ratios[a] * ratios[a].log() for a in np.flatnonzero(high)), flint.arb(0))
+    mass, own, sums = flint.arb(0), flint.arb(0), []
+    for a, h, l in zip(classes, high, low):
+        part = h * ratios[a] + l
+        sums.append(part)
+        mass += prior[a] * part
+        if h:
+            own += prior[a] * h * terms[a]
     return own - mass * mass.log(), sums
 
 
