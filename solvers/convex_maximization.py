@@ -101,6 +101,16 @@ ELASTIC_PENALTY = 1e6
 BASIS_NODES = 100_000
 
 
+def _maximiser(lp):
+    """A quiet HiGHS instance maximising over ``lp`` with tight feasibility tolerances (1e-10)."""
+    highs = silent_highs()
+    highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+    highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    highs.passModel(lp)
+    highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    return highs
+
+
 class SeparableConvexMax:
     """The polytope of (CM) as a warm-started HiGHS model; see the module docstring."""
 
@@ -111,12 +121,7 @@ class SeparableConvexMax:
         self.normaliser = np.asarray(normaliser, dtype=float)
         self.weights = np.asarray(weights, dtype=float)
         self.dimension = a.shape[1]
-        lp = slice_model(a, self.normaliser)
-        self._highs = silent_highs()
-        self._highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        self._highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
-        self._highs.passModel(lp)
-        self._highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._highs = _maximiser(slice_model(a, self.normaliser))
         self._indices = np.arange(self.dimension, dtype=np.int32)
         self._elastic = None
 
@@ -180,29 +185,9 @@ class SeparableConvexMax:
 
     def _elastic_model(self):
         """HiGHS holding ``A q + s >= 0``, ``n . q + t+ - t- = 1`` over columns ``(q, s, t+, t-)``, maximising."""
-        rows, d = self._rows.shape[0], self.dimension
-        matrix = sparse.hstack([
-            sparse.csc_matrix(np.vstack([self._rows, self.normaliser[None, :]])),
-            sparse.vstack([sparse.identity(rows), sparse.csr_matrix((1, rows))]),
-            sparse.csc_matrix(np.concatenate([np.zeros((rows, 2)), [[1.0, -1.0]]])),
-        ]).tocsc()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = d + rows + 2, rows + 1
-        lp.col_cost_ = np.zeros(d + rows + 2)
-        lp.col_lower_ = np.zeros(d + rows + 2)
-        lp.col_upper_ = np.full(d + rows + 2, highspy.kHighsInf)
-        lp.row_lower_ = np.concatenate([np.zeros(rows), [1.0]])
-        lp.row_upper_ = np.concatenate([np.full(rows, highspy.kHighsInf), [1.0]])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
-        lp.a_matrix_.value_ = matrix.data
-        highs = silent_highs()
-        highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
-        highs.passModel(lp)
-        highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        return highs
+        rows = self._rows.shape[0]
+        inequalities = sparse.hstack([sparse.csr_matrix(self._rows), sparse.identity(rows), sparse.csr_matrix((rows, 2))])
+        return _maximiser(slice_model(inequalities, np.concatenate([self.normaliser, np.zeros(rows), [1.0, -1.0]])))
 
     def dual_bound(self, cost, lower, upper, row_duals) -> float:
         """A bound on ``max cost . q`` over P within the box that holds whatever the solver's tolerances.
