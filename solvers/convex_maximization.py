@@ -285,14 +285,14 @@ class SeparableConvexMax:
             slope = np.where(hi > lo, (phi(hi) - phi(lo)) / width, 0.0)
             bound, q, node_basis, feasible = self.solve(w * slope + linear, lo, hi, basis)
             if not feasible:
-                empty[0] += 1
+                declared_infeasible[0] += 1
             offset = phi(lo) - slope * lo  # the secant line: offset + slope t (>= phi on [lo, hi])
             rounding = ROUNDING * float(w @ (np.abs(phi(lo)) + np.abs(phi(hi)) + np.abs(slope) * hi))
             if len(heap) >= BASIS_NODES:
                 node_basis = None  # memory: about 3 kB per stored basis at d = 50
             return bound + float(w @ offset) + rounding, q, slope, lo, hi, node_basis, feasible
 
-        points, nodes, heap, empty = [], 0, [], [0]
+        points, nodes, heap, declared_infeasible = [], 0, [], [0]
         if resume is not None:
             if resume.linear is None or not np.array_equal(resume.linear, linear):
                 raise ValueError("resume needs a previous result for the same linear term")
@@ -340,4 +340,4 @@ class SeparableConvexMax:
         upper_bound = max(-heap[0][0] if heap else -np.inf, discarded, best)
         finished = finished or not heap
         return ConvexMaxResult(best, point, float(upper_bound), nodes, points, time.perf_counter() - start, finished,
-                               linear, heap, discarded, empty[0])
+                               linear, heap, discarded, declared_infeasible[0])
