@@ -147,10 +147,8 @@ def part_f(seconds: float = 30.0) -> None:
     prior = np.full(k, 1 / k)
     seed = np.vstack([np.ones((1, k)), classic_columns(privacy)])
     duals = solve_vertex_lp(seed, column_information(prior, seed.T), np.ones(k)).duals
-    pairs = privacy.nonredundant_pairs()
-    rows = np.zeros((len(pairs), k))
-    rows[np.arange(len(pairs)), pairs[:, 0]] = -1.0
-    rows[np.arange(len(pairs)), pairs[:, 1]] = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]])
+    x, other = privacy.nonredundant_pairs().T  # the cone's rows: e^{E[x, x']} q_x' - q_x >= 0
+    rows = np.exp(privacy.epsilon[x, other])[:, None] * np.eye(k)[other] - np.eye(k)[x]
     pricing = SeparableConvexMax(rows, prior, prior, ratios=np.exp(privacy.closure().epsilon))
     lower, upper = pricing.coordinate_range()
     result = pricing.run(-duals, lower, upper, F_DIVERGENCES["kl"], max_seconds=seconds)
