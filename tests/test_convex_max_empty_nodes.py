@@ -61,3 +61,25 @@ def test_search_with_infeasible_node_lps_brackets_the_enumerated_maximum(k, seed
     assert result.infeasible > 0  # measured: 35 (k = 6) and 115 (k = 7) node LPs declared infeasible
     assert result.best <= exact + 1e-12 <= result.upper
     assert result.upper - exact < 1e-9  # the elastic bounds still let the search close
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ratio_bounds_are_not_below_the_ratios_the_slice_implies(seed):
+    """exp of the float closure can fall an ulp below the product of the rows' coefficients; the widened bounds do not."""
+    import itertools
+    from fractions import Fraction
+
+    privacy = random_privacy(7, seed)
+    rows = cone_rows(privacy)
+    implied = [[None] * 7 for _ in range(7)]  # q_x <= c q_x' from each row, chained along paths in exact arithmetic
+    for row in rows:
+        x, other = int(np.flatnonzero(row < 0)[0]), int(np.flatnonzero(row > 0)[0])
+        implied[x][other] = Fraction(float(row[other]))
+    for z, x, y in itertools.product(range(7), repeat=3):
+        if x != y and implied[x][z] is not None and implied[z][y] is not None:
+            through = implied[x][z] * implied[z][y]
+            implied[x][y] = through if implied[x][y] is None else min(implied[x][y], through)
+    pricing = SeparableConvexMax(rows, np.full(7, 1 / 7), np.full(7, 1 / 7), ratios=np.exp(privacy.closure().epsilon))
+    for x, y in itertools.product(range(7), repeat=2):
+        if x != y and implied[x][y] is not None:
+            assert Fraction(float(pricing.ratios[x, y])) >= implied[x][y]
