@@ -52,9 +52,9 @@ from solvers.quiet import silent_highs
 
 
 def slice_model(inequalities: np.ndarray, normaliser: np.ndarray):
-    """The HiGHS model of ``{A q >= 0, q >= 0, normaliser . q = 1}`` with zero costs (a ``highspy.HighsLp``)."""
+    """The HiGHS model of ``{A q >= 0, q >= 0, normaliser . q = 1}`` with zero costs (a ``highspy.HighsLp``; A dense or sparse)."""
     r, d = inequalities.shape
-    matrix = sparse.csc_matrix(np.vstack([inequalities, np.asarray(normaliser, dtype=float)[None, :]]))
+    matrix = sparse.vstack([sparse.csr_matrix(inequalities), sparse.csr_matrix(np.asarray(normaliser, dtype=float)[None, :])]).tocsc()
     lp = highspy.HighsLp()
     lp.num_col_ = d
     lp.num_row_ = r + 1

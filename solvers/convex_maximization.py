@@ -24,7 +24,12 @@ Softw. 2009, Sec. 5): when P implies ratio bounds ``q_x <= R[x, x'] q_x'``, ever
 ``P ∩ box`` also satisfies ``q_x <= min_x' R[x, x'] u_x'``, ``q_x >= max_x' l_x' / R[x', x]`` and,
 from ``n . q = 1`` with ``n > 0``, ``n_x q_x <= 1 - sum_{x' != x} n_x' l_x'`` and
 ``n_x q_x >= 1 - sum_{x' != x} n_x' u_x'``. Shrinking a node's box to these bounds removes no
-point of P, and the secants over the smaller box are tighter.
+point of P, and the secants over the smaller box are tighter. The given R is typically
+``exp`` of a floating-point shortest-path closure, which can fall below the ratio P implies (the
+product of the rows' float coefficients along a path) by a few ulps (measured: 20 of 252 pairs at
+k = 7, by up to 3e-16 relative); a path of at most d - 1 rows with level sum ``L = log R`` errs by
+less than ``(L + 3)(d + 2)`` machine epsilons (the sum's, the ``exp``'s and each coefficient's
+rounding), so R is widened by that factor before use.
 
 API
 ---
@@ -32,9 +37,22 @@ API
 ``.run(linear, lower, upper, phi, tolerance, max_seconds, resume=None) -> ConvexMaxResult``;
 ``.coordinate_range()`` gives the initial box (``min``/``max q_x`` over P by LPs).
 
+Empty nodes are proven empty, not trusted. A box is dropped without a bound only when the
+propagation above, widened by its rounding, shows it misses P. When HiGHS declares a node LP
+infeasible, that verdict is not used: the node is bounded by the *elastic* LP
+
+    max cost . q - M (1 . s + t+ + t-)   s.t.  A q + s >= 0,  n . q + t+ - t- = 1,  l <= q <= u,  s, t >= 0,
+
+which is always feasible. Its row duals are not trusted either: they are passed to the same
+weak-duality bound (:meth:`SeparableConvexMax.dual_bound`, valid for *any* multipliers), so the
+bound holds for every point of ``P ∩ box`` whatever the solver did; for a box that truly misses P it
+is about ``-M`` times the box's distance from P, and the node is then discarded with that bound
+recorded like any other (or stays open when it is not below the incumbent). Its LP point need not
+lie in P, so it is never an incumbent. Only the root raises when its LP is infeasible (an error, not a bound).
+
 Upper bound and resumption: the root box is partitioned into the leaves of the tree; every leaf is
 open (on the heap, with the LP bound of its box), discarded with its bound recorded (it could not
-beat the incumbent by more than the tolerance), or empty (its box misses P). Hence
+beat the incumbent by more than the tolerance), or empty (propagation proves its box misses P). Hence
 ``max f <= max(open bounds, largest discarded bound)`` at every moment, and ``upper`` is exactly
 that (no tolerance is added). A later call with the same ``linear`` continues from the open leaves
 and the recorded bound of a previous result (``resume``), so a search split over several calls
@@ -50,6 +68,8 @@ from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
+from scipy import sparse
+
 from solvers.column_generation import slice_model
 from solvers.linear import LinearProgramError
 from solvers.quiet import silent_highs
@@ -60,7 +80,8 @@ class ConvexMaxResult:
     """``best`` = f(``point``) (a feasible lower bound) and ``upper`` (a proven upper bound) of (CM).
 
     ``open_nodes`` (the heap of open leaves), ``discarded`` (the largest bound of a discarded leaf)
-    and ``linear`` let a later :meth:`SeparableConvexMax.run` resume the search.
+    and ``linear`` let a later :meth:`SeparableConvexMax.run` resume the search. ``infeasible``: node
+    LPs that HiGHS declared infeasible in this call (each bounded by the elastic LP instead).
     """
 
     best: float
@@ -73,12 +94,33 @@ class ConvexMaxResult:
     linear: np.ndarray | None = None
     open_nodes: list = field(default_factory=list)
     discarded: float = -np.inf
+    infeasible: int = 0
 
 
 #: Relative margin added to every computed bound (covers the rounding of its floating-point sums).
 ROUNDING = 1e-12
+#: Penalty of the elastic LP's slacks, times ``1 + max |cost|`` (any value gives a valid bound; a
+#: larger one a lower bound on boxes that miss P).
+ELASTIC_PENALTY = 1e6
 #: Open nodes keep their LP basis (a warm start for their children) while the heap is smaller than this.
 BASIS_NODES = 100_000
+
+
+def _widened(ratios: np.ndarray, dimension: int) -> np.ndarray:
+    """Ratio bounds raised by ``(log R + 3)(d + 2)`` machine epsilons (module docstring); inf stays inf."""
+    with np.errstate(divide="ignore"):
+        levels = np.log(np.maximum(ratios, 1.0))
+    return ratios * (1.0 + (levels + 3.0) * (dimension + 2) * np.finfo(float).eps)
+
+
+def _maximiser(lp):
+    """A quiet HiGHS instance maximising over ``lp`` with tight feasibility tolerances (1e-10)."""
+    highs = silent_highs()
+    highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+    highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    highs.passModel(lp)
+    highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    return highs
 
 
 class SeparableConvexMax:
@@ -87,24 +129,22 @@ class SeparableConvexMax:
     def __init__(self, inequalities, normaliser, weights, ratios=None):
         a = np.asarray(inequalities, dtype=float)
         self._rows = a
-        self.ratios = None if ratios is None else np.asarray(ratios, dtype=float)
+        self.ratios = None if ratios is None else _widened(np.asarray(ratios, dtype=float), a.shape[1])
         self.normaliser = np.asarray(normaliser, dtype=float)
         self.weights = np.asarray(weights, dtype=float)
         self.dimension = a.shape[1]
-        lp = slice_model(a, self.normaliser)
-        self._highs = silent_highs()
-        self._highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        self._highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
-        self._highs.passModel(lp)
-        self._highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._highs = _maximiser(slice_model(a, self.normaliser))
         self._indices = np.arange(self.dimension, dtype=np.int32)
+        self._elastic = None
 
-    def solve(self, cost, lower, upper, basis=None) -> tuple[float, np.ndarray, object] | None:
-        """A proven bound on ``max cost . q`` over P within the box, the LP's point and its basis (None when the box misses P).
+    def solve(self, cost, lower, upper, basis=None) -> tuple[float, np.ndarray, object, bool]:
+        """A proven bound on ``max cost . q`` over P within the box, the LP's point, its basis and whether the LP was feasible.
 
         ``basis`` (one returned earlier, e.g. the parent node's) warm-starts the simplex: a child box
         differs from its parent in a few bounds (measured at k = 50: 34 simplex iterations per LP
-        instead of 81 from the last solved node's basis).
+        instead of 81 from the last solved node's basis). When HiGHS declares the LP infeasible, the
+        bound comes from the elastic LP of the module docstring (:meth:`elastic_bound`), the point is
+        the elastic LP's (not necessarily in P), the basis is None and the flag False.
         """
         highs = self._highs
         highs.changeColsBounds(self.dimension, self._indices, np.asarray(lower, float), np.asarray(upper, float))
@@ -118,12 +158,48 @@ class SeparableConvexMax:
             highs.run()
             status = highs.getModelStatus()
         if status == highspy.HighsModelStatus.kInfeasible:
-            return None
+            return (*self.elastic_bound(cost, lower, upper), None, False)
         if status != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"bound LP not solved: {highs.modelStatusToString(status)}")
         solution = highs.getSolution()
         q = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
-        return self.dual_bound(cost, lower, upper, np.asarray(solution.row_dual, dtype=float)), q, highs.getBasis()
+        return self.dual_bound(cost, lower, upper, np.asarray(solution.row_dual, dtype=float)), q, highs.getBasis(), True
+
+    def elastic_bound(self, cost, lower, upper) -> tuple[float, np.ndarray]:
+        """A proven bound on ``max cost . q`` over P within the box from the elastic LP (module docstring), and its point.
+
+        The elastic LP is always feasible; its row duals (one per row of P, the slacks' columns only
+        cap them at the penalty) go to :meth:`dual_bound`, which is valid for any multipliers, so
+        nothing rests on the solver's infeasibility verdict or its tolerances.
+        """
+        cost, lower, upper = np.asarray(cost, dtype=float), np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+        if np.any(lower > upper):  # the box itself is empty
+            return -np.inf, lower.copy()
+        if self._elastic is None:
+            self._elastic = self._elastic_model()
+        highs = self._elastic
+        rows, d = self._rows.shape[0], self.dimension
+        penalty = ELASTIC_PENALTY * (1.0 + float(np.max(np.abs(cost), initial=0.0)))
+        highs.changeColsBounds(d, self._indices, lower, upper)
+        highs.changeColsCost(d + rows + 2, np.arange(d + rows + 2, dtype=np.int32),
+                             np.concatenate([cost, np.full(rows + 2, -penalty)]))
+        highs.run()
+        status = highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:  # a failed warm start: solve again from scratch
+            highs.clearSolver()
+            highs.run()
+            status = highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise LinearProgramError(f"elastic bound LP not solved: {highs.modelStatusToString(status)}")
+        solution = highs.getSolution()
+        q = np.maximum(np.asarray(solution.col_value[:d], dtype=float), 0.0)
+        return self.dual_bound(cost, lower, upper, np.asarray(solution.row_dual, dtype=float)), q
+
+    def _elastic_model(self):
+        """HiGHS holding ``A q + s >= 0``, ``n . q + t+ - t- = 1`` over columns ``(q, s, t+, t-)``, maximising."""
+        rows = self._rows.shape[0]
+        inequalities = sparse.hstack([sparse.csr_matrix(self._rows), sparse.identity(rows), sparse.csr_matrix((rows, 2))])
+        return _maximiser(slice_model(inequalities, np.concatenate([self.normaliser, np.zeros(rows), [1.0, -1.0]])))
 
     def dual_bound(self, cost, lower, upper, row_duals) -> float:
         """A bound on ``max cost . q`` over P within the box that holds whatever the solver's tolerances.
@@ -219,17 +295,16 @@ class SeparableConvexMax:
             lo, hi = box
             width = np.where(hi > lo, hi - lo, 1.0)
             slope = np.where(hi > lo, (phi(hi) - phi(lo)) / width, 0.0)
-            solved = self.solve(w * slope + linear, lo, hi, basis)
-            if solved is None:
-                return None
-            bound, q, node_basis = solved
+            bound, q, node_basis, feasible = self.solve(w * slope + linear, lo, hi, basis)
+            if not feasible:
+                declared_infeasible[0] += 1
             offset = phi(lo) - slope * lo  # the secant line: offset + slope t (>= phi on [lo, hi])
             rounding = ROUNDING * float(w @ (np.abs(phi(lo)) + np.abs(phi(hi)) + np.abs(slope) * hi))
             if len(heap) >= BASIS_NODES:
                 node_basis = None  # memory: about 3 kB per stored basis at d = 50
-            return bound + float(w @ offset) + rounding, q, slope, lo, hi, node_basis
+            return bound + float(w @ offset) + rounding, q, slope, lo, hi, node_basis, feasible
 
-        points, nodes, heap = [], 0, []
+        points, nodes, heap, declared_infeasible = [], 0, [], [0]
         if resume is not None:
             if resume.linear is None or not np.array_equal(resume.linear, linear):
                 raise ValueError("resume needs a previous result for the same linear term")
@@ -237,7 +312,7 @@ class SeparableConvexMax:
         else:
             best, point, discarded = -np.inf, None, -np.inf
             root = relax(np.asarray(lower, float), np.asarray(upper, float))
-            if root is None:
+            if root is None or not root[-1]:
                 raise LinearProgramError("the polytope is empty")
             heap = [(-root[0], 0, root)]
         counter = max((item[1] for item in heap), default=0)
@@ -249,13 +324,14 @@ class SeparableConvexMax:
                 break
             if time.perf_counter() - start > max_seconds or (max_nodes is not None and nodes >= max_nodes):
                 break
-            _, _, (node_bound, q, slope, lo, hi, node_basis) = heapq.heappop(heap)
+            _, _, (node_bound, q, slope, lo, hi, node_basis, feasible) = heapq.heappop(heap)
             nodes += 1
-            current = value(q)
-            if current > best:
-                best, point = current, q
-            if current > keep_points:
-                points.append(q)
+            if feasible:  # an elastic LP's point may lie outside P
+                current = value(q)
+                if current > best:
+                    best, point = current, q
+                if current > keep_points:
+                    points.append(q)
             if node_bound - best <= tolerance:
                 discarded = max(discarded, node_bound)
                 continue
@@ -272,8 +348,8 @@ class SeparableConvexMax:
                     heapq.heappush(heap, (-child[0], counter, child))
                 else:
                     discarded = max(discarded, child[0])
-        # every point of P in the root box lies in an open leaf, a discarded leaf or an empty box
+        # every point of P in the root box lies in an open leaf, a discarded leaf or a box propagation proved empty
         upper_bound = max(-heap[0][0] if heap else -np.inf, discarded, best)
         finished = finished or not heap
         return ConvexMaxResult(best, point, float(upper_bound), nodes, points, time.perf_counter() - start, finished,
-                               linear, heap, discarded)
+                               linear, heap, discarded, declared_infeasible[0])

@@ -128,7 +128,8 @@ def test_lp_bounds_hold_for_every_vertex_and_are_close_to_the_lp_optimum():
     assert np.all(vertices >= lower - 1e-15) and np.all(vertices <= upper + 1e-15)  # the box holds the slice
     for _ in range(20):
         cost = rng.normal(size=8)
-        bound, point, _ = pricing.solve(cost, lower, upper)
+        bound, point, _, feasible = pricing.solve(cost, lower, upper)
+        assert feasible
         assert np.max(vertices @ cost) <= bound <= np.max(vertices @ cost) + 1e-8
         assert cost @ point <= bound
 

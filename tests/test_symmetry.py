@@ -414,3 +414,60 @@ def test_family_with_a_prior_constant_on_parts_keeps_the_reduction(tmp_path):
     assert small.r == 3
     full = design_channel(PrivacyMatrix.high_low(9, range(3), 1.0), prior=np.r_[0.2, 0.2, 0.1, np.full(6, 0.5 / 6)])
     assert design_symmetric(small).objective == pytest.approx(full.objective, abs=1e-10)
+
+
+def test_relaxation_bound_enumerates_the_orbits_once_and_matches_the_two_pass_route(monkeypatch):
+    import designer.symmetry.design as design_module
+    from designer.gap.column_generation import symmetric_relaxation_bound
+    from designer.symmetry.exact import information_upper_bound
+
+    calls, structures = [], []
+    enumerate_once, solve = design_module.enumerate_orbits, design_module.solve_orbits
+
+    def counted(*arguments):
+        calls.append(1)
+        return enumerate_once(*arguments)
+
+    def captured(structure, *arguments):
+        structures.append(structure)
+        return solve(structure, *arguments)
+
+    monkeypatch.setattr(design_module, "enumerate_orbits", counted)
+    monkeypatch.setattr(design_module, "solve_orbits", captured)
+    privacy = random_privacy(7, 3)
+    bound = symmetric_relaxation_bound(privacy, np.full(7, 1 / 7))
+    assert len(calls) == 1 and len(structures) == 1
+    monkeypatch.undo()
+    structure = structures[0]  # the route before: design the relaxation, then enumerate its orbits again
+    epsilon, components = row_levels(structure)
+    duals = design_symmetric(structure, materialise=False).duals
+    assert bound == information_upper_bound(structure, components, epsilon, enumerate_orbits(structure, epsilon, components), duals)
+    assert bound >= design_channel(privacy).objective
+
+
+def test_solve_orbits_is_the_orbit_lp_of_design_symmetric():
+    from designer.symmetry.design import solve_orbits
+
+    structure = ClassStructure.utility_optimized(30, 5, 1.0)
+    optimum, design = solve_orbits(structure), design_symmetric(structure)
+    assert optimum.objective == design.objective and np.array_equal(optimum.duals, design.duals)
+    assert optimum.orbits.count == design.n_orbits and np.array_equal(optimum.epsilon, design.row_levels)
+
+
+def test_relaxation_levels_are_above_the_exact_closure(monkeypatch):
+    """E' >= E* for the closure in rationals: the float sum 1.316 + 0.503 rounds below the true path sum."""
+    from fractions import Fraction
+
+    import designer.symmetry.design as design_module
+    from designer.gap.column_generation import symmetric_relaxation_bound
+
+    a, b = 1.316, 0.503
+    assert Fraction(a) + Fraction(b) > Fraction(a + b)  # E*[0, 2] = a + b (through 1) is rounded down
+    privacy = PrivacyMatrix(np.array([[0, a, np.inf], [0.05, 0, b], [0.05, 0.05, 0]]))
+    structures, solve = [], design_module.solve_orbits
+    monkeypatch.setattr(design_module, "solve_orbits", lambda structure, *rest: structures.append(structure) or solve(structure, *rest))
+    bound = symmetric_relaxation_bound(privacy, np.full(3, 1 / 3))
+    (structure,) = structures
+    row = next(index for index, members in enumerate(structure.members) if 0 in members)
+    assert Fraction(float(structure.levels[row, 0])) >= Fraction(a) + Fraction(b)  # the top level is row 0's maximum
+    assert bound >= design_channel(privacy).objective

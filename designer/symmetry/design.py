@@ -154,6 +154,45 @@ class SymmetricDesign:
         }
 
 
+@dataclass(frozen=True)
+class OrbitOptimum:
+    """The orbit LP of a row-constant class structure, solved (:func:`solve_orbits`).
+
+    ``epsilon`` and ``components`` are :func:`designer.symmetry.orbits.row_levels`; ``orbits`` every
+    orbit (:func:`designer.symmetry.orbits.enumerate_orbits`), ``values`` their ``mu(v_o)``,
+    ``weights`` the LP's (polished) orbit weights and ``duals`` its per-class duals ``y_a``.
+    """
+
+    epsilon: np.ndarray
+    components: list
+    orbits: Orbits
+    values: np.ndarray
+    weights: np.ndarray
+    duals: np.ndarray
+
+    @property
+    def objective(self) -> float:
+        return float(self.values @ self.weights)
+
+
+def solve_orbits(structure: ClassStructure, utility: str = "mutual-information", timings: dict | None = None) -> OrbitOptimum:
+    """Row levels, every orbit and the orbit LP's optimum (:mod:`designer.symmetry.orbits`), each computed once.
+
+    ``timings``: when given, receives the seconds of ``"orbits"`` (enumeration and values) and ``"lp"``.
+    Raises :class:`designer.symmetry.orbits.SymmetryLostError` as :func:`design_symmetric`.
+    """
+    timings = {} if timings is None else timings
+    tick = time.perf_counter()
+    epsilon, components = row_levels(structure)
+    orbits = enumerate_orbits(structure, epsilon, components)
+    values = orbit_values(structure, orbits, utility)
+    timings["orbits"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    weights, duals = solve_orbit_lp(structure, components, orbits, orbits.class_sums().astype(float), values)
+    timings["lp"] = time.perf_counter() - tick
+    return OrbitOptimum(epsilon, components, orbits, values, weights, duals)
+
+
 def design_symmetric(
     structure: ClassStructure, utility: str = "mutual-information", materialise: bool = True, exact: bool = False
 ) -> SymmetricDesign:
@@ -185,18 +224,12 @@ def design_symmetric(
         structure = replace(structure, alternative=np.full(structure.r, 1.0 / structure.k))
         if np.allclose(structure.prior, structure.alternative, rtol=0, atol=1e-15):
             raise ValueError(f"the {utility} utility compares the prior with the uniform distribution, and they are equal")
-    tick = time.perf_counter()
-    epsilon, components = row_levels(structure)
-    orbits = enumerate_orbits(structure, epsilon, components)
-    values = orbit_values(structure, orbits, utility)
-    timings["orbits"] = time.perf_counter() - tick
-    tick = time.perf_counter()
-    sums = orbits.class_sums().astype(float)
+    optimum = solve_orbits(structure, utility, timings)
+    epsilon, components, orbits = optimum.epsilon, optimum.components, optimum.orbits
+    values, weights, duals = optimum.values, optimum.weights, optimum.duals
+    objective = optimum.objective
+    residual = float(np.max(values - orbits.class_sums() @ duals))
     rhs = structure.sizes.astype(float)
-    weights, duals = solve_orbit_lp(structure, components, orbits, sums, values)
-    objective = float(values @ weights)
-    residual = float(np.max(values - sums @ duals))
-    timings["lp"] = time.perf_counter() - tick
     if exact:
         return _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings)
     support = _support(structure, orbits, weights, values)
@@ -223,7 +256,8 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
     from designer.symmetry import exact as rational
 
     tick = time.perf_counter()
-    ratios = rational.exact_ratios(structure, components, epsilon)
+    levels = rational.exact_row_levels(structure, components, epsilon)
+    ratios = rational.exact_ratios(levels)
     chosen = {o: theta for o, theta in rational.exact_weights(structure, orbits, np.flatnonzero(weights), ratios).items() if theta}
     weights = np.zeros(orbits.count)
     for o, theta in chosen.items():
@@ -232,7 +266,7 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
     for column, o in zip(support, np.flatnonzero(weights)):
         column.exact_weight = str(chosen[o])
     periods = {o: cyclic_period(structure, orbits, o) for o in chosen}
-    solution = rational.ExactSupport(structure, components, epsilon, orbits, ratios, chosen)
+    solution = rational.ExactSupport(structure, components, epsilon, orbits, ratios, chosen, levels)
     timings["exact weights"] = time.perf_counter() - tick
     tick = time.perf_counter()
     channel = None
@@ -254,7 +288,7 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
         structure, utility, objective, duals, float(np.max(values - orbits.class_sums() @ duals)),
         float(structure.sizes @ duals - objective), orbits.count, support, channel, certificate, epsilon,
         seconds=time.perf_counter() - start, timings=timings, exact=True, bracket=bracket,
-        note=rational.irrational_note(structure, components, epsilon), exact_ratios=[str(ratio) for ratio in ratios],
+        note=rational.irrational_note(levels), exact_ratios=[str(ratio) for ratio in ratios],
     )
 
 

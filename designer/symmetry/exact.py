@@ -58,33 +58,38 @@ class OptimalityBracket:
         return self.upper - self.lower
 
 
-def row_level(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray, a: int):
-    """The exact row level of class a: its entries inside its component, which must all be equal.
+def exact_row_levels(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> list:
+    """The exact row level of every class (None for a free class): its entries inside its component, which must all be equal.
 
     (:func:`designer.symmetry.orbits.row_levels` checks that the floats agree; two levels
     written differently with the same float, ``log(3)`` and ``1.0986122886681098``, are
-    refused here, since the exact certificate assumes one level per row.)
+    refused here, since the exact certificate assumes one level per row.) Computed once per design:
+    every later step reads this list.
     """
-    group = next(group for group in components if a in group)
-    levels = {structure.exact_level(a, int(b)) for b in group if b != a or structure.sizes[a] >= 2}
-    if len(levels) > 1:
-        shown = ", ".join(sorted(map(str, levels))[:3])
-        raise ValueError(f"--exact: the levels of class {a} differ exactly ({shown}) though their floats agree; write them alike")
-    return next(iter(levels), None)
-
-
-def exact_ratios(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> list[Fraction]:
-    """``r_a``: ``e^{eps_a}`` exactly for ``log(r)``, a rigorous rational lower bound otherwise (1: free, 0)."""
-    ratios = []
+    owner = {int(a): group for group in components for a in group}
+    result = []
     for a in range(structure.r):
-        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
-        ratios.append(Fraction(1) if level is None else exact_ratio(level))
-    return ratios
+        if not np.isfinite(epsilon[a]):
+            result.append(None)
+            continue
+        levels = {structure.exact_level(a, int(b)) for b in owner[a] if b != a or structure.sizes[a] >= 2}
+        if len(levels) > 1:
+            shown = ", ".join(sorted(map(str, levels))[:3])
+            raise ValueError(f"--exact: the levels of class {a} differ exactly ({shown}) though their floats agree; write them alike")
+        result.append(next(iter(levels), None))
+    return result
 
 
-def irrational_note(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> str | None:
-    """:func:`designer.cone.irrational_ratio_note` for the row levels in use."""
-    levels = [row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None for a in range(structure.r)]
+def exact_ratios(levels: list) -> list[Fraction]:
+    """``r_a``: ``e^{eps_a}`` exactly for ``log(r)``, a rigorous rational lower bound otherwise (1: free, 0).
+
+    ``levels``: :func:`exact_row_levels`.
+    """
+    return [Fraction(1) if level is None else exact_ratio(level) for level in levels]
+
+
+def irrational_note(levels: list) -> str | None:
+    """:func:`designer.cone.irrational_ratio_note` for the row levels in use (:func:`exact_row_levels`)."""
     return irrational_ratio_note(level for level in levels if level is not None)
 
 
@@ -133,27 +138,33 @@ def exact_weights(
     weights: dict[int, Fraction] = {}
     for component in np.unique(orbits.component[support]):
         members = [int(o) for o in support if orbits.component[o] == component]
-        rows = [class_sums(orbits, o, ratios) for o in members]
+        used = np.flatnonzero((orbits.high[members] + orbits.low[members]).any(axis=0))  # every other class sum is 0
+        rows = [class_sums(orbits, o, ratios, used) for o in members]
         s = len(rows)
         gram = flint.fmpq_mat(s, s, [fmpq_fraction(sum((x * y for x, y in zip(u, v)), Fraction(0))) for u in rows for v in rows])
-        target = flint.fmpq_mat(s, 1, [fmpq_fraction(sum((x * int(n) for x, n in zip(u, structure.sizes)), Fraction(0))) for u in rows])
+        sizes = [int(structure.sizes[a]) for a in used]
+        target = flint.fmpq_mat(s, 1, [fmpq_fraction(sum((x * n for x, n in zip(u, sizes)), Fraction(0))) for u in rows])
         theta = [Fraction(int(value.p), int(value.q)) for value in gram.solve(target).entries()]
-        classes = np.flatnonzero(np.any([[value != 0 for value in row] for row in rows], axis=0))
-        totals = [sum((theta[i] * rows[i][a] for i in range(s)), Fraction(0)) for a in classes]
-        if any(total != int(structure.sizes[a]) for total, a in zip(totals, classes)) or min(theta) < 0:
+        nonzero = np.flatnonzero(np.any([[value != 0 for value in row] for row in rows], axis=0))
+        totals = [sum((theta[i] * rows[i][j] for i in range(s)), Fraction(0)) for j in nonzero]
+        if any(total != sizes[j] for total, j in zip(totals, nonzero)) or min(theta) < 0:
             raise ArithmeticError("the orbit LP's support has no exact non-negative solution; retry without --exact")
         weights.update(zip(members, theta))
     return weights
 
 
-def class_sums(orbits: Orbits, o: int, ratios: list[Fraction]) -> list[Fraction]:
-    """``s_a(v_o) = high_a r_a + low_a`` in rationals."""
-    return [int(h) * ratio + int(low) for h, low, ratio in zip(orbits.high[o], orbits.low[o], ratios)]
+def class_sums(orbits: Orbits, o: int, ratios: list[Fraction], classes=None) -> list[Fraction]:
+    """``s_a(v_o) = high_a r_a + low_a`` in rationals, for every class or for ``classes`` only."""
+    classes = range(len(ratios)) if classes is None else classes
+    return [int(orbits.high[o, a]) * ratios[a] + int(orbits.low[o, a]) for a in classes]
 
 
 @dataclass(frozen=True)
 class ExactSupport:
-    """An exact orbit-LP solution: the E (classes, components, row levels), orbits, ``r_a`` and weights."""
+    """An exact orbit-LP solution: the E (classes, components, row levels), orbits, ``r_a`` and weights.
+
+    ``levels``: the exact row levels (:func:`exact_row_levels`), computed here when not given.
+    """
 
     structure: ClassStructure
     components: list
@@ -161,6 +172,11 @@ class ExactSupport:
     orbits: Orbits
     ratios: list
     weights: dict
+    levels: list | None = None
+
+    def __post_init__(self):
+        if self.levels is None:
+            object.__setattr__(self, "levels", exact_row_levels(self.structure, self.components, self.epsilon))
 
 
 def exact_structural_certificate(solution: ExactSupport) -> StructureCertificate:
@@ -183,11 +199,11 @@ def exact_structural_certificate(solution: ExactSupport) -> StructureCertificate
         if not np.isin(support, components[orbits.component[o]]).all() or np.any(high[~np.isfinite(epsilon)] > 0):
             return StructureCertificate(False, "exact structural", -math.inf, f"orbit {o}: outside its component")
         for a in np.flatnonzero(high):
-            level = row_level(structure, components, epsilon, int(a))
+            level = solution.levels[a]
             if level is None or not level.allows(ratios[a], Fraction(1)):
                 return StructureCertificate(False, "exact structural", -math.inf, f"class {a}: ratio {ratios[a]} above e^eps")
             margin = min(margin, level.gap(ratios[a]))
-        for a, value in enumerate(class_sums(orbits, o, ratios)):
+        for a, value in zip(support, class_sums(orbits, o, ratios, support)):
             row_sums[a] += theta * value
     wrong = [a for a in range(structure.r) if row_sums[a] != int(sizes[a])]
     if wrong:
@@ -199,18 +215,14 @@ def information_bracket(solution: ExactSupport, duals: np.ndarray) -> Optimality
     """Rigorous bounds on the optimal mutual information (module docstring); ``duals``: the LP's ``y``."""
     import flint
 
-    structure, components, epsilon, orbits, ratios = (
-        solution.structure, solution.components, solution.epsilon, solution.orbits, solution.ratios
-    )
-    weights = solution.weights
-
+    structure, orbits, ratios, weights = solution.structure, solution.orbits, solution.ratios, solution.weights
     with arb_precision(BRACKET_BITS):
         prior = _arb_prior(structure)
         chosen = [arb_fraction(ratio) for ratio in ratios]
         lower = flint.arb(0)
         for o, theta in weights.items():
-            lower += arb_fraction(theta) * _information(orbits, o, chosen, prior)[0]
-        upper, delta = _dual_bound(structure, components, epsilon, orbits, duals, prior)
+            lower += arb_fraction(theta) * _information(orbits, o, chosen, prior)
+        upper, delta = _dual_bound(structure, solution.levels, orbits, duals, prior)
         low, _ = ball_bounds(lower)
     return OptimalityBracket(float_outward(low, -math.inf), float_outward(upper, math.inf), float(delta))
 
@@ -224,7 +236,7 @@ def information_upper_bound(structure: ClassStructure, components: list[np.ndarr
     ``OPT <= sum_a n_a (y_a + delta)`` (rounded up to a float).
     """
     with arb_precision(BRACKET_BITS):
-        upper, _ = _dual_bound(structure, components, epsilon, orbits, duals, _arb_prior(structure))
+        upper, _ = _dual_bound(structure, exact_row_levels(structure, components, epsilon), orbits, duals, _arb_prior(structure))
     return float_outward(upper, math.inf)
 
 
@@ -235,32 +247,53 @@ def _arb_prior(structure: ClassStructure) -> list:
     return [arb_fraction(p / total) for p in prior]
 
 
-def _dual_bound(structure, components, epsilon, orbits, duals, prior) -> tuple[Fraction, Fraction]:
-    """``(sum_a n_a (y_a + delta), delta)`` of :func:`information_upper_bound`, as exact rationals."""
+def _dual_bound(structure, levels, orbits, duals, prior) -> tuple[Fraction, Fraction]:
+    """``(sum_a n_a (y_a + delta), delta)`` of :func:`information_upper_bound`, as exact rationals (``levels``: :func:`exact_row_levels`).
+
+    Each orbit's excess is an Arb ball; ``delta`` is the largest upper endpoint (exact points, compared
+    exactly), converted to a rational once. Orbits are read per component, on that component's classes.
+    """
     import flint
 
-    true = []
-    for a in range(structure.r):
-        level = row_level(structure, components, epsilon, a) if np.isfinite(epsilon[a]) else None
-        true.append(flint.arb(1) if level is None else _true_ratio(level))
+    true = [flint.arb(1) if level is None else _true_ratio(level) for level in levels]
+    terms = [ratio * ratio.log() for ratio in true]
     y = [Fraction(float(value)) for value in duals]
     dual = [arb_fraction(value) for value in y]
-    delta = Fraction(0)
-    for o in range(orbits.count):
-        value, sums = _information(orbits, o, true, prior)
-        excess = (value - sum((dual[a] * part for a, part in sums.items()), flint.arb(0))) / sum(sums.values(), flint.arb(0))
-        delta = max(delta, ball_bounds(excess)[1])
+    top = flint.arb(0)
+    for component in np.unique(orbits.component):
+        rows = np.flatnonzero(orbits.component == component)
+        classes = np.flatnonzero((orbits.high[rows] + orbits.low[rows]).any(axis=0)).tolist()
+        for high, low in zip(orbits.high[np.ix_(rows, classes)].tolist(), orbits.low[np.ix_(rows, classes)].tolist()):
+            value, sums = _orbit_information(classes, high, low, true, terms, prior)
+            paid = sum((dual[a] * part for a, part in zip(classes, sums)), flint.arb(0))
+            excess = ((value - paid) / sum(sums, flint.arb(0))).upper()
+            if excess > top:
+                top = excess
+    delta = ball_bounds(top)[1]
     return sum((int(n) * (value + delta) for n, value in zip(structure.sizes, y)), Fraction(0)), delta
 
 
 def _information(orbits: Orbits, o: int, ratios, prior):
-    """``mu(v_o)`` of a box vertex in Arb, and its non-zero class sums ``{a: s_a}``."""
+    """``mu(v_o)`` of a box vertex in Arb (:func:`_orbit_information` on its non-zero classes)."""
+    classes = np.flatnonzero(orbits.high[o] + orbits.low[o]).tolist()
+    terms = {a: ratios[a] * ratios[a].log() for a in classes}
+    return _orbit_information(classes, orbits.high[o, classes].tolist(), orbits.low[o, classes].tolist(), ratios, terms, prior)[0]
+
+
+def _orbit_information(classes, high, low, ratios, terms, prior):
+    """``mu(v) = sum_a p_a high_a r_a log r_a - P log P`` of a box vertex in Arb (``P = sum_a p_a s_a``), and its class sums.
+
+    ``high``, ``low``: the vertex's counts on ``classes``; ``terms[a] = r_a log r_a``.
+    """
     import flint
 
-    high, low = orbits.high[o], orbits.low[o]
-    sums = {int(a): int(high[a]) * ratios[a] + int(low[a]) for a in np.flatnonzero(high + low)}
-    mass = sum((prior[a] * part for a, part in sums.items()), flint.arb(0))
-    own = sum((prior[a] * int(high[a]) * ratios[a] * ratios[a].log() for a in np.flatnonzero(high)), flint.arb(0))
+    mass, own, sums = flint.arb(0), flint.arb(0), []
+    for a, h, l in zip(classes, high, low):
+        part = h * ratios[a] + l
+        sums.append(part)
+        mass += prior[a] * part
+        if h:
+            own += prior[a] * h * terms[a]
     return own - mass * mass.log(), sums
 
 
