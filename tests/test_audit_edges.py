@@ -2,6 +2,7 @@
 honest power lines, decimal declared matrices."""
 
 import json
+import multiprocessing
 import time
 from pathlib import Path
 
@@ -69,6 +70,38 @@ def test_a_program_that_never_answers_times_out(E4):
                    "did not answer 100 inputs within 0.5 s")
     one_line_error(audit("--E", E4, "--command", "sleep 30", "--seconds", 0.5), "did not answer 64 inputs")
     assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize("sampler", ["sleeps", "spins"])
+def test_a_sampler_that_never_returns_times_out_and_is_stopped(E4, sampler):
+    start = time.perf_counter()
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100, "--timeout",
+                         0.5, "--fixed-split"),
+                   "the sampler (input 0) did not return 100 reports within 0.5 s (--timeout")
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100, "--timeout",
+                         0.5), "the sampler (input 0) did not return 30 reports within 0.5 s")  # adaptive: probe
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--seconds", 0.5),
+                   "the sampler (input 0) did not return 64 reports within 0.5 s")
+    assert time.perf_counter() - start < 10
+    assert not [process for process in multiprocessing.active_children() if process.name == "ldp-designer sampler"]
+
+
+def test_a_sampler_that_ends_its_process_is_bad_input(E4):
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:dies", "--reports-per-input", 10),
+                   "the sampler (input 0) ended its worker process (exit code 3) instead of returning")
+
+
+def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
+    """Reports and the generator's stream continue exactly as if the sampler ran here."""
+    from designer.audit.sources import PythonSampler, load_callable
+
+    grr = load_callable(f"{SAMPLERS}:grr")
+    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
+    here, there = np.random.default_rng(5), np.random.default_rng(5)
+    for x, n in ((0, 300), (3, 700)):
+        assert np.array_equal(source.draw(x, n, there), grr(x, n, here, 1.0, 4))
+    assert there.random() == here.random()
+    source.worker.stop()
 
 
 @pytest.mark.parametrize("code", [0, 1, 3])

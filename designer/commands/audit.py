@@ -52,7 +52,7 @@ def audit_command(
     reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
     seconds: float = typer.Option(None, "--seconds", help="Spend this many seconds on the whole audit instead."),
     max_memory: float = typer.Option(AUDIT_MAX_MEMORY_GIB, "--max-memory", help="GiB the reports may take (a larger budget is refused up front)."),
-    timeout: float = typer.Option(AUDIT_COMMAND_TIMEOUT, "--timeout", help="Seconds a --command program may take per batch of inputs."),
+    timeout: float = typer.Option(AUDIT_COMMAND_TIMEOUT, "--timeout", help="Seconds a --sampler call or a --command program may take per batch of inputs (then it is stopped: exit 2)."),
     confidence: float = typer.Option(AUDIT_CONFIDENCE, "--confidence", help="Probability that a 'violated' verdict is right."),
     delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
@@ -134,7 +134,7 @@ def audit_command(
         result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
     else:
         budget = Budget(reports_per_input, seconds, max_memory * 2**30)
-        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command, timeout)
+        source = PythonSampler(sampler, extra, timeout) if sampler else CommandSampler(command, timeout)
         with Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
             console=console, transient=True, disable=not console.is_terminal,
