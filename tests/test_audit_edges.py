@@ -186,6 +186,49 @@ def test_collect_draws_a_probe_then_the_budget():
         collect_reports(Source(), 3, Budget(reports_per_input=400_000, max_memory=2**20), np.random.default_rng(0))
 
 
+class Widening:
+    """Reports 0/1 (one byte each once compacted) until ``wide`` calls, then values needing eight bytes."""
+
+    description = "widening"
+
+    def __init__(self, wide: int, inputs=()):
+        self.wide, self.inputs, self.calls = wide, set(inputs), 0
+
+    def draw(self, x, n, rng, timeout=None):
+        self.calls += 1
+        values = rng.integers(0, 2, n)
+        if self.calls > self.wide or x in self.inputs:
+            values = values + 2**40
+        return as_report_array(values, n, "widening")
+
+
+def test_a_later_wider_batch_is_checked_against_the_whole_budget():
+    """A probe of one-byte reports must not license a budget whose later batches take eight bytes a report."""
+    from designer.audit.adaptive import adaptive_audit
+    from designer.audit.sequential import sequential_audit
+    from designer.spec import PrivacyMatrix
+
+    budget = Budget(reports_per_input=20_000, max_memory=4 * 3 * 20_000 * 4)  # fits at 1 or 4 bytes, not at 8
+    reports = collect_reports(Widening(wide=10**9), 3, budget, np.random.default_rng(0))
+    assert all(values.dtype == np.int8 for values in reports.values())
+    refusal = r"--reports-per-input 20,000 for 3 inputs needs about 0\.00179 GB of memory \(60,000 reports of about 8 b"
+    with pytest.raises(ValueError, match=refusal):  # probe and first chunk narrow, the third call wide
+        collect_reports(Widening(wide=2), 3, budget, np.random.default_rng(0))
+    privacy = PrivacyMatrix.classic(3, 1.0)
+    with pytest.raises(ValueError, match=refusal):  # the pilot's probe narrow, input 2 wide (a later stage)
+        adaptive_audit(Widening(wide=10**9, inputs=[2]), privacy, budget, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=refusal):  # the first look narrow, the second wide
+        sequential_audit(Widening(wide=6), privacy, budget, np.random.default_rng(0), (0.25, 1.0))
+
+
+def test_a_time_budget_draws_no_more_than_the_widest_batch_fits():
+    source, k, limit = Widening(wide=1), 3, 4 * 3 * 4096  # 4096 one-byte reports per input, 512 eight-byte ones
+    reports = collect_reports(source, k, Budget(seconds=5, max_memory=limit), np.random.default_rng(0))
+    drawn = len(reports[0])
+    assert reports[0].dtype == np.int64 and 64 < drawn <= 512
+    assert 4 * 8 * drawn * k <= limit
+
+
 def test_epsilon_delta_audit_uses_the_hockey_stick(E4):
     """GRR at eps = 1 that sends its input in clear 5% of the time: violates (1, 0.01), not (1, 0.1)."""
     from designer.audit.statistics import clopper_pearson_lower, clopper_pearson_upper, hockey_stick_lower_bound
