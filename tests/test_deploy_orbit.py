@@ -301,7 +301,16 @@ def node_counts(path: Path, x: int, n: int) -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("document", [mixed_package(), built("block3-4")], ids=["mixed", "block"])
+def interleaved_package() -> dict:
+    """``block3-4`` with its classes in interleaved ranges (class 0 = {0, 4, 5}, class 1 = {1, 2, 3, 6})."""
+    document = copy.deepcopy(built("block3-4"))
+    document["classes"] = [[["0", "0"], ["4", "5"]], [["1", "3"], ["6", "6"]]]
+    document["sha256"] = package_digest(document)
+    return document
+
+
+@pytest.mark.parametrize("document", [mixed_package(), built("block3-4"), interleaved_package()],
+                         ids=["mixed", "block", "interleaved"])
 def test_node_client_realises_the_channel(tmp_path, document):
     path = tmp_path / "orbit.json"
     path.write_text(json.dumps(document))
@@ -353,10 +362,7 @@ def test_headless_chromium_loads_and_samples_orbit(tmp_path):
 def test_one_map_from_symbols_to_class_and_rank():
     """Classes split into interleaved ranges: the structure's map, the exact channel and the vectorised law
     agree with the contiguous package (a symbol's row is that of its class and rank there)."""
-    plain = built("block3-4")  # class 0 = symbols 0..2, class 1 = 3..6
-    document = copy.deepcopy(plain)
-    document["classes"] = [[["0", "0"], ["4", "5"]], [["1", "3"], ["6", "6"]]]
-    document["sha256"] = package_digest(document)
+    plain, document = built("block3-4"), interleaved_package()  # plain: class 0 = symbols 0..2, class 1 = 3..6
     structure = check_orbit_structure(document)
     expected = [(0, 0), (1, 0), (1, 1), (1, 2), (0, 1), (0, 2), (1, 3)]
     assert [structure.locate(x) for x in range(7)] == expected
