@@ -91,6 +91,23 @@ def test_a_sampler_that_ends_its_process_is_bad_input(E4):
                    "the sampler (input 0) ended its worker process (exit code 3) instead of returning")
 
 
+def test_a_worker_killed_between_calls_is_reported_and_replaced():
+    import os
+    import signal
+
+    from designer.audit.sources import PythonSampler
+
+    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
+    assert len(source.draw(0, 10, np.random.default_rng(0))) == 10
+    process = source.worker._process
+    os.kill(process.pid, signal.SIGKILL)
+    process.join(5)
+    with pytest.raises(ValueError, match=r"the sampler \(input 1\) ended its worker process \(exit code -9\)"):
+        source.draw(1, 10, np.random.default_rng(0))
+    assert len(source.draw(1, 10, np.random.default_rng(0))) == 10  # a new worker
+    source.worker.stop()
+
+
 def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
     """Reports and the generator's stream continue exactly as if the sampler ran here."""
     from designer.audit.sources import PythonSampler, load_callable

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 #: Start method of the workers: fork where the platform allows (no re-import), else spawn.
 START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-#: Seconds a killed worker is given to be reaped.
+#: Seconds a killed (or ending) worker is given to be reaped.
 REAP_SECONDS = 5.0
 
 
@@ -53,6 +53,8 @@ class Worker:
         try:
             self._connection.send(arguments)
             answered = self._connection.poll(timeout)
+        except OSError:  # the worker is gone: the answer below says how it ended
+            answered = True
         except BaseException:  # Ctrl-C while waiting: the call may still run; stop it
             self.stop()
             raise
@@ -63,6 +65,7 @@ class Worker:
             status, value = self._connection.recv()
         except (EOFError, OSError):
             process = self._process
+            process.join(REAP_SECONDS)  # it closed its end: let it finish exiting, to read its own exit code
             self.stop()
             raise ValueError(f"{where} ended its worker process (exit code {process.exitcode}) instead of "
                              "returning") from None
