@@ -3,7 +3,9 @@
 Run: ``python benchmarks/bench_orbit_package.py`` (about 4 minutes). Medians of 3; ratios are
 the orbit package's time over ``package-hadamard``'s (block HR, 35 blocks of 1,250, eps = 1),
 whose build, verification, sampling and estimation run in the same process. The design (orbit
-LP) is timed separately: the package starts from a certified design.
+LP) is timed separately: the package starts from a certified design. Then the JavaScript client
+in Node (:data:`N_NODE` reports, inputs cycling through the symbols, after a warm-up) on the same
+packages, against the block HR package in the same run.
 
 Estimation (block E only): 10^6 reports of a permuted Zipf(1.1) input, drawn by each package's
 vectorised sampler; the seconds are from the output counts to the estimate (EM: through the
@@ -15,7 +17,10 @@ onto the simplex.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +40,31 @@ from designer.estimation import maximum_likelihood, project_onto_simplex, tv_dis
 from designer.symmetry import ClassStructure, design_symmetric  # noqa: E402
 
 K, BLOCKS, N = 43_750, 35, 1_000_000
+N_NODE = 2_000_000
+CLIENT = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "js" / "ldp-client.mjs"
+NODE_SCRIPT = """
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [client, path, n] = process.argv.slice(1);
+const { loadPackage } = await import(pathToFileURL(client).href);
+const mechanism = await loadPackage(readFileSync(path, "utf8"), { allowUnauthenticated: true });
+let checksum = 0;
+for (let i = 0; i < 200000; i++) checksum += mechanism.sample(i % mechanism.k);
+const start = performance.now();
+for (let i = 0; i < Number(n); i++) checksum += mechanism.sample((i * 7919) % mechanism.k);
+console.log(JSON.stringify({ seconds: (performance.now() - start) / 1000, checksum }));
+"""
+
+
+def node_seconds(document: dict) -> float:
+    """Median seconds of 3 Node runs drawing :data:`N_NODE` reports from ``document`` with the JS client."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "package.json"
+        path.write_text(json.dumps(document))
+        command = ["node", "--input-type=module", "-e", NODE_SCRIPT, str(CLIENT), str(path), str(N_NODE)]
+        times = [json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)["seconds"]
+                 for _ in range(3)]
+    return sorted(times)[1]
 
 
 def main() -> None:
@@ -45,6 +75,7 @@ def main() -> None:
     hadamard_sample, _ = timed(lambda: hadamard_sampler.sample(inputs))
     print(f"block HR package (baseline): build {hadamard_build:.4f} s, verify {hadamard_verify:.4f} s, "
           f"{N:,} reports {hadamard_sample:.3f} s")
+    packages = {}
     print("| E (k = 43,750) | design s | build s (x HR) | verify s (x HR) | 10^6 reports s (x HR) | outputs | "
           "relative MI loss |")
     print("|---|---|---|---|---|---|---|")
@@ -57,9 +88,16 @@ def main() -> None:
         sampler = VectorisedSampler(document, seed=1, allow_unauthenticated=True)
         sample, _ = timed(lambda: sampler.sample(inputs))
         loss = float(document["utility"]["relative_utility_loss"])
+        packages[name] = document
         print(f"| {name} | {design_seconds:.2f} | {build:.4f} ({build / hadamard_build:.2f}) | "
               f"{verify:.4f} ({verify / hadamard_verify:.2f}) | {sample:.3f} ({sample / hadamard_sample:.2f}) | "
               f"{sampler.n_outputs:,} | {loss:.2g} |")
+    baseline = node_seconds(hadamard)
+    print(f"JavaScript client in Node, {N_NODE:,} reports: block HR package (baseline) {baseline:.3f} s")
+    for name, document in packages.items():
+        seconds = node_seconds(document)
+        print(f"  orbit package, {name}: {seconds:.3f} s ({seconds / baseline:.2f} x HR, "
+              f"{N_NODE / seconds / 1e6:.2f} million reports per second)")
     estimation(hadamard)
 
 

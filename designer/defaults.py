@@ -42,5 +42,5 @@ AUDIT_MAX_MEMORY_GIB = 2.0
 AUDIT_TRAIN_FRACTION = 0.3
 #: Audit: probability that a "violated" verdict is right.
 AUDIT_CONFIDENCE = 0.95
-#: Audit: seconds a ``--command`` program may take per batch of inputs.
+#: Audit: seconds a ``--sampler`` call or a ``--command`` program may take per batch of inputs.
 AUDIT_COMMAND_TIMEOUT = 60.0

@@ -2,6 +2,7 @@
 honest power lines, decimal declared matrices."""
 
 import json
+import multiprocessing
 import time
 from pathlib import Path
 
@@ -69,6 +70,55 @@ def test_a_program_that_never_answers_times_out(E4):
                    "did not answer 100 inputs within 0.5 s")
     one_line_error(audit("--E", E4, "--command", "sleep 30", "--seconds", 0.5), "did not answer 64 inputs")
     assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize("sampler", ["sleeps", "spins"])
+def test_a_sampler_that_never_returns_times_out_and_is_stopped(E4, sampler):
+    start = time.perf_counter()
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100, "--timeout",
+                         0.5, "--fixed-split"),
+                   "the sampler (input 0) did not return 100 reports within 0.5 s (--timeout")
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--reports-per-input", 100, "--timeout",
+                         0.5), "the sampler (input 0) did not return 30 reports within 0.5 s")  # adaptive: probe
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:{sampler}", "--seconds", 0.5),
+                   "the sampler (input 0) did not return 64 reports within 0.5 s")
+    assert time.perf_counter() - start < 10
+    assert not [process for process in multiprocessing.active_children() if process.name == "ldp-designer sampler"]
+
+
+def test_a_sampler_that_ends_its_process_is_bad_input(E4):
+    one_line_error(audit("--E", E4, "--sampler", f"{SAMPLERS}:dies", "--reports-per-input", 10),
+                   "the sampler (input 0) ended its worker process (exit code 3) instead of returning")
+
+
+def test_a_worker_killed_between_calls_is_reported_and_replaced():
+    import os
+    import signal
+
+    from designer.audit.sources import PythonSampler
+
+    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
+    assert len(source.draw(0, 10, np.random.default_rng(0))) == 10
+    process = source.worker._process
+    os.kill(process.pid, signal.SIGKILL)
+    process.join(5)
+    with pytest.raises(ValueError, match=r"the sampler \(input 1\) ended its worker process \(exit code -9\)"):
+        source.draw(1, 10, np.random.default_rng(0))
+    assert len(source.draw(1, 10, np.random.default_rng(0))) == 10  # a new worker
+    source.worker.stop()
+
+
+def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
+    """Reports and the generator's stream continue exactly as if the sampler ran here."""
+    from designer.audit.sources import PythonSampler, load_callable
+
+    grr = load_callable(f"{SAMPLERS}:grr")
+    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
+    here, there = np.random.default_rng(5), np.random.default_rng(5)
+    for x, n in ((0, 300), (3, 700)):
+        assert np.array_equal(source.draw(x, n, there), grr(x, n, here, 1.0, 4))
+    assert there.random() == here.random()
+    source.worker.stop()
 
 
 @pytest.mark.parametrize("code", [0, 1, 3])
@@ -151,6 +201,49 @@ def test_collect_draws_a_probe_then_the_budget():
     assert calls[0] == (0, 256)
     with pytest.raises(ValueError, match=r"needs about 0\.0358 GB of memory \(1,200,000 reports of about 8 bytes"):
         collect_reports(Source(), 3, Budget(reports_per_input=400_000, max_memory=2**20), np.random.default_rng(0))
+
+
+class Widening:
+    """Reports 0/1 (one byte each once compacted) until ``wide`` calls, then values needing eight bytes."""
+
+    description = "widening"
+
+    def __init__(self, wide: int, inputs=()):
+        self.wide, self.inputs, self.calls = wide, set(inputs), 0
+
+    def draw(self, x, n, rng, timeout=None):
+        self.calls += 1
+        values = rng.integers(0, 2, n)
+        if self.calls > self.wide or x in self.inputs:
+            values = values + 2**40
+        return as_report_array(values, n, "widening")
+
+
+def test_a_later_wider_batch_is_checked_against_the_whole_budget():
+    """A probe of one-byte reports must not license a budget whose later batches take eight bytes a report."""
+    from designer.audit.adaptive import adaptive_audit
+    from designer.audit.sequential import sequential_audit
+    from designer.spec import PrivacyMatrix
+
+    budget = Budget(reports_per_input=20_000, max_memory=4 * 3 * 20_000 * 4)  # fits at 1 or 4 bytes, not at 8
+    reports = collect_reports(Widening(wide=10**9), 3, budget, np.random.default_rng(0))
+    assert all(values.dtype == np.int8 for values in reports.values())
+    refusal = r"--reports-per-input 20,000 for 3 inputs needs about 0\.00179 GB of memory \(60,000 reports of about 8 b"
+    with pytest.raises(ValueError, match=refusal):  # probe and first chunk narrow, the third call wide
+        collect_reports(Widening(wide=2), 3, budget, np.random.default_rng(0))
+    privacy = PrivacyMatrix.classic(3, 1.0)
+    with pytest.raises(ValueError, match=refusal):  # the pilot's probe narrow, input 2 wide (a later stage)
+        adaptive_audit(Widening(wide=10**9, inputs=[2]), privacy, budget, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=refusal):  # the first look narrow, the second wide
+        sequential_audit(Widening(wide=6), privacy, budget, np.random.default_rng(0), (0.25, 1.0))
+
+
+def test_a_time_budget_draws_no_more_than_the_widest_batch_fits():
+    source, k, limit = Widening(wide=1), 3, 4 * 3 * 4096  # 4096 one-byte reports per input, 512 eight-byte ones
+    reports = collect_reports(source, k, Budget(seconds=5, max_memory=limit), np.random.default_rng(0))
+    drawn = len(reports[0])
+    assert reports[0].dtype == np.int64 and 64 < drawn <= 512
+    assert 4 * 8 * drawn * k <= limit
 
 
 def test_epsilon_delta_audit_uses_the_hockey_stick(E4):

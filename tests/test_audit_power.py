@@ -116,6 +116,12 @@ def test_command_line_defaults_and_power_per_class(tmp_path):
     assert 0.5 < families["probability"] < 1
     text = runner.invoke(app, [*common, "--arg", "eps=1"])
     assert "power, event families: an event as likely under x" in text.output and "adaptive: a pilot" in text.output
+    # the statement is conditional on the stated event being the one chosen for the pair, and says so on every line
+    lines = [line for line in text.output.splitlines() if line.strip().startswith("power")]
+    assert len(lines) == 4 and all("if chosen as the event" in line for line in lines)
+    row = payload["power"]["event families"]
+    assert (f"if chosen as the event, would have been detected with probability {row['smallest']['probability']:.3g}"
+            in lines[0])
     fixed = json.loads(runner.invoke(app, [*common, "--arg", "eps=1", "--json", "--fixed-split"]).stdout)
     assert fixed["adaptive"] is False and fixed["reports_per_input"] == {"min": 3000, "max": 3000}
     leaking = runner.invoke(app, [*common, "--arg", "eps=2"])

@@ -304,7 +304,16 @@ def node_counts(path: Path, x: int, n: int) -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("document", [mixed_package(), built("block3-4")], ids=["mixed", "block"])
+def interleaved_package() -> dict:
+    """``block3-4`` with its classes in interleaved ranges (class 0 = {0, 4, 5}, class 1 = {1, 2, 3, 6})."""
+    document = copy.deepcopy(built("block3-4"))
+    document["classes"] = [[["0", "0"], ["4", "5"]], [["1", "3"], ["6", "6"]]]
+    document["sha256"] = package_digest(document)
+    return document
+
+
+@pytest.mark.parametrize("document", [mixed_package(), built("block3-4"), interleaved_package()],
+                         ids=["mixed", "block", "interleaved"])
 def test_node_client_realises_the_channel(tmp_path, document):
     path = tmp_path / "orbit.json"
     path.write_text(json.dumps(document))
@@ -351,3 +360,46 @@ def test_headless_chromium_loads_and_samples_orbit(tmp_path):
     for x in ("4", "3"):
         row, total = integer_row(channel[int(x)])
         assert chi_square_p_value(out["counts"][x], row, total) > P_VALUE_FLOOR
+
+
+def test_one_map_from_symbols_to_class_and_rank():
+    """Classes split into interleaved ranges: the structure's map, the exact channel and the vectorised law
+    agree with the contiguous package (a symbol's row is that of its class and rank there)."""
+    plain, document = built("block3-4"), interleaved_package()  # plain: class 0 = symbols 0..2, class 1 = 3..6
+    structure = check_orbit_structure(document)
+    expected = [(0, 0), (1, 0), (1, 1), (1, 2), (0, 1), (0, 2), (1, 3)]
+    assert [structure.locate(x) for x in range(7)] == expected
+    index = tuple(np.array(column) for column in structure.range_index)
+    classes, ranks = structure.locate(np.arange(7), lambda x: np.searchsorted(index[0], x, side="right"), index)
+    assert list(zip(classes.tolist(), ranks.tolist())) == expected
+    same = [0, 3, 4, 5, 1, 2, 6]  # the contiguous package's symbol of the same class and rank
+    channel = orbit_channel(document)
+    assert (channel == orbit_channel(plain)[same]).all()
+    vectorised = VectorisedSampler(document, seed=2, allow_unauthenticated=True)
+    for x in range(7):
+        assert vectorised.support(x).tolist() == np.flatnonzero(channel[x] != 0).tolist()
+
+
+def test_the_policy_check_reuses_the_verified_structure(monkeypatch):
+    import designer.deploy.sampler as sampler_module
+    from designer.deploy.policy import check_policy
+    from designer.spec import PrivacyMatrix
+
+    document = built("block3-4")
+    verification = verify_structured_package(document)
+    assert verification.structure == check_orbit_structure(document)
+    block = np.repeat([0, 1], [3, 4])
+    inside = block[:, None] == block[None, :]
+
+    def policy(level: float) -> PrivacyMatrix:
+        return PrivacyMatrix(np.where(np.eye(7, dtype=bool), 0.0, np.where(inside, level, np.inf)))
+
+    parsed = check_policy(document, policy(1.5))
+    assert parsed.n_weaker == 3 * 2 + 4 * 3 and not parsed.met  # the pairs inside the blocks: 2 > 1.5
+    assert check_policy(document, policy(2.0)).met
+
+    def parse_again(_document):
+        raise AssertionError("the policy check parsed the package again")
+
+    monkeypatch.setattr(sampler_module, "check_orbit_structure", parse_again)
+    assert check_policy(document, policy(1.5), verification) == parsed

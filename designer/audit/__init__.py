@@ -1,6 +1,7 @@
 """Audit mechanisms that arrive as code, not as a matrix.
 
 * :mod:`designer.audit.sources` — reports from a Python sampler, a command line or a file;
+* :mod:`designer.audit.worker` — a Python sampler run in a child process, stopped at its time limit;
 * :mod:`designer.audit.collect` — drawing them within a budget (checked up front);
 * :mod:`designer.audit.adaptive` — a pilot on every input, a narrowing round, the rest on the suspicious pairs;
 * :mod:`designer.audit.sequential` — early stopping at pre-registered looks (alpha spending);

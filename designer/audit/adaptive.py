@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from designer.audit.collect import PROBE, Budget, check_memory, collect_reports, report_bytes
+from designer.audit.collect import Budget, budget_memory, collect_reports
 from designer.audit.sources import ReportSource, concatenate_reports, unify_reports
 from designer.audit.verdict import (
     DEFAULT_MAX_PAIRS,
@@ -112,8 +112,9 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
                    train_fraction: float = DEFAULT_TRAIN_FRACTION, progress=None, **options) -> AuditResult:
     """Audit ``source`` with a pilot on every input and the rest of ``budget`` on the chosen pairs' inputs.
 
-    The whole budget's memory is checked before the pilot (a probe of at most
-    :data:`~designer.audit.collect.PROBE` reports of input 0, on a child generator).
+    The whole budget's memory is checked at the pilot's first batch (a probe of at most
+    :data:`~designer.audit.collect.PROBE` reports of input 0), and again at every batch of
+    every stage that needs a wider type (:class:`~designer.audit.collect.ReportMemory`).
 
     Parameters
     ----------
@@ -138,10 +139,9 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     if rest < 4:
         raise ValueError(f"--reports-per-input {budget.reports_per_input} leaves no fresh reports after the pilot")
     total = budget.reports_per_input * k
-    # the whole budget is held at the end: refuse it up front (a probe, on a child generator that
-    # leaves rng's stream as it was, measures a report's size)
-    check_memory(report_bytes(source.draw(0, min(PROBE, pilot), rng.spawn(1)[0])), total, budget.max_memory,
-                 f"--reports-per-input {budget.reports_per_input:,} for {k} inputs")
+    # the whole budget is held at the end: every stage's batches are checked against it, from the
+    # pilot's first (its probe) on
+    memory = budget_memory(budget, k)
     drawn = {"count": pilot * k}
 
     def draw(inputs: list[int], per_input: int) -> dict[int, np.ndarray]:
@@ -149,10 +149,10 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
         drawn["count"] += per_input * len(inputs)
         return collect_reports(source, k, Budget(per_input, max_memory=budget.max_memory), rng,
                                lambda fraction: report((start + fraction * per_input * len(inputs)) / total),
-                               inputs=inputs)
+                               inputs=inputs, memory=memory)
 
     reports = unify_reports(collect_reports(source, k, Budget(pilot, max_memory=budget.max_memory), rng,
-                                            lambda fraction: report(fraction * pilot * k / total)))
+                                            lambda fraction: report(fraction * pilot * k / total), memory=memory))
     pairs = None
     max_pairs = options.pop("max_pairs", None)
     candidates = constrained_pairs(reports, privacy)

@@ -4,7 +4,8 @@ Both budgets are checked before the bulk is drawn: a probe of
 :data:`PROBE` reports measures the bytes a report takes, and a budget whose
 reports would not fit in ``max_memory`` (:data:`MEMORY_FACTOR` copies of
 them: the reports, their shuffled splits and encodings) is refused with the
-estimate. A time budget covers the whole run: drawing stops at
+estimate. Every later batch is measured too (:class:`ReportMemory`): a batch
+needing a wider type than the probe re-checks the budget before more is drawn. A time budget covers the whole run: drawing stops at
 :data:`DRAW_SHARE` of it, and at most :data:`ANALYSIS_RATE` reports per second
 of budget are drawn, so that the analysis fits in the rest.
 """
@@ -80,38 +81,85 @@ def check_memory(per_report: float, reports: float, max_memory: float, what: str
         )
 
 
+class ReportMemory:
+    """The memory a whole budget's reports will take, estimated from the widest batch drawn so far.
+
+    Integer reports are held in the smallest type that holds each batch
+    (:func:`~designer.audit.sources.compact_integers`), and batches joined take the
+    widest type of any of them: a probe of small values can underestimate a later
+    batch of large ones. Every batch is therefore measured (:meth:`see`); a wider
+    one re-checks the budget at once, before more is drawn, so a budget whose
+    reports would not fit is refused however late its first wide report comes.
+
+    Parameters
+    ----------
+    max_memory : float
+        Bytes allowed (``--max-memory``).
+    reports : float or None
+        Reports the whole budget holds (all inputs, all stages); None for a time
+        budget, whose draws are capped at :meth:`cap` instead.
+    what : str
+        The budget as the refusal names it.
+    """
+
+    def __init__(self, max_memory: float, reports: float | None, what: str):
+        self.max_memory, self.reports, self.what = max_memory, reports, what
+        self.per_report = 0.0
+
+    def see(self, batch: np.ndarray) -> np.ndarray:
+        """Measure ``batch`` (returned as it is); refuse the budget if its reports now would not fit."""
+        size = report_bytes(batch)
+        if size > self.per_report:
+            self.per_report = size
+            if self.reports is not None:
+                check_memory(size, self.reports, self.max_memory, self.what)
+        return batch
+
+    def cap(self) -> float:
+        """Reports (all inputs together) that fit in ``max_memory`` at the widest size seen."""
+        return self.max_memory / (MEMORY_FACTOR * self.per_report)
+
+
+def budget_memory(budget: Budget, k: int) -> ReportMemory:
+    """The :class:`ReportMemory` of ``budget`` over ``k`` inputs (the whole of it: every stage drawn)."""
+    if budget.reports_per_input is None:
+        return ReportMemory(budget.max_memory, None, f"--seconds {budget.seconds:g}")
+    return ReportMemory(budget.max_memory, budget.reports_per_input * k,
+                        f"--reports-per-input {budget.reports_per_input:,} for {k} inputs")
+
+
 def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random.Generator,
                     progress: Callable[[float], None] | None = None,
-                    inputs: list[int] | None = None) -> dict[int, np.ndarray]:
+                    inputs: list[int] | None = None, memory: ReportMemory | None = None) -> dict[int, np.ndarray]:
     """Draw reports of every input ``0..k-1`` (or of ``inputs``), the same number for each.
 
-    ``progress`` is called with the fraction of the budget spent (0..1).
+    ``progress`` is called with the fraction of the budget spent (0..1). ``memory``
+    (default: this budget's) measures every batch: an audit drawing in stages passes
+    one for its whole budget, so that every stage's batches are checked against it.
     """
     inputs = list(range(k)) if inputs is None else list(inputs)
     k = len(inputs)
     report = progress or (lambda fraction: None)
+    if memory is None:
+        memory = budget_memory(budget, k)
     start = time.perf_counter()
     deadline = None if budget.seconds is None else start + budget.seconds
     first = budget.reports_per_input if budget.seconds is None else FIRST_BATCH
-    probe = source.draw(inputs[0], min(PROBE, first), rng, _remaining(deadline))
-    per_report = report_bytes(probe)
+    probe = memory.see(source.draw(inputs[0], min(PROBE, first), rng, _remaining(deadline)))
     parts: dict[int, list[np.ndarray]] = {x: [] for x in inputs}
     parts[inputs[0]].append(probe)
     if budget.reports_per_input is not None:
         total = budget.reports_per_input * k
-        check_memory(per_report, total, budget.max_memory, f"--reports-per-input {budget.reports_per_input:,} "
-                     f"for {k} inputs")
         done = len(probe)
         for x in inputs:
             remaining = budget.reports_per_input - (len(probe) if x == inputs[0] else 0)
             while remaining:
                 n = min(CHUNK, remaining)
-                parts[x].append(source.draw(x, n, rng))
+                parts[x].append(memory.see(source.draw(x, n, rng)))
                 remaining -= n
                 done += n
                 report(done / total)
     else:
-        cap = min(budget.seconds * ANALYSIS_RATE, budget.max_memory / (MEMORY_FACTOR * per_report)) / k
         drawing_deadline = start + DRAW_SHARE * budget.seconds
         batch, drawn = FIRST_BATCH, 0
         while True:
@@ -119,11 +167,12 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
             for x in inputs:
                 n = batch - len(probe) if x == inputs[0] and drawn == 0 else batch
                 if n:
-                    parts[x].append(source.draw(x, n, rng, _remaining(deadline)))
+                    parts[x].append(memory.see(source.draw(x, n, rng, _remaining(deadline))))
             drawn += batch
             now = time.perf_counter()
             last_round = now - round_start
             report(min((now - start) / (DRAW_SHARE * budget.seconds), 1.0))
+            cap = min(budget.seconds * ANALYSIS_RATE, memory.cap()) / k
             if now + last_round * 2 > drawing_deadline or drawn >= cap:
                 break
             if last_round < budget.seconds / 50:

@@ -14,8 +14,10 @@ estimated log-ratio is about normal with mean ``E + delta`` and variance
 
 :func:`detection_probability` is exact instead (binomial tails of the
 Clopper–Pearson test itself; a lower bound on a coarser grid for very large budgets), and :func:`class_power` states it per attack
-class and pair: "a violation of this kind and size would have been detected
-with probability p".
+class and pair: "a violation of this kind and size, if chosen as the event,
+would have been detected with probability p". Both are conditional on the
+stated event being the one chosen for the pair on the training reports: the
+probability that the attacks choose it is not part of the figure.
 """
 
 from __future__ import annotations
@@ -156,12 +158,12 @@ def class_power(kind: str, probability: float, trials: int, trials_other: int, a
 
     * ``event families`` and ``learned classifiers``: an event as likely under x
       as the class's witness (``probability``, its fresh frequency) whose
-      log-ratio is ``allowed +`` :data:`POWER_EXCESS` is detected with the
-      returned probability (:func:`detection_probability`);
+      log-ratio is ``allowed +`` :data:`POWER_EXCESS`, if chosen as the event,
+      is detected with the returned probability (:func:`detection_probability`);
     * ``rare outputs``: an output of probability :data:`RARE_PROBABILITY` under x
       that x' never produces (infinite loss) must show in x's ``training``
-      reports to become an event, then be rejected on the fresh split:
-      ``(1 - (1 - rho)^training) * detection_probability(rho, ..., 0, ...)``.
+      reports to become an event, then, if chosen as the event, be rejected on
+      the fresh split: ``(1 - (1 - rho)^training) * detection_probability(rho, ..., 0, ...)``.
 
     Returns
     -------

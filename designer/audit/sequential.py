@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from designer.audit.collect import Budget, collect_reports
+from designer.audit.collect import Budget, budget_memory, collect_reports
 from designer.audit.sources import ReportSource, concatenate_reports
 from designer.audit.verdict import AuditResult, audit_reports
 from designer.spec import PrivacyMatrix
@@ -69,12 +69,14 @@ def sequential_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budge
     error = (1 - confidence) / len(looks)
     reports: dict[int, np.ndarray] = {}
     record, drawn = [], 0
+    memory = budget_memory(budget, k)  # every look's batches are checked against the whole budget
     for share in looks:
         target = max(2, round(share * total))
         if target > drawn:
             start = drawn
             more = collect_reports(source, k, Budget(target - drawn, max_memory=budget.max_memory), rng,
-                                   lambda fraction: report((start + fraction * (target - start)) / total))
+                                   lambda fraction: report((start + fraction * (target - start)) / total),
+                                   memory=memory)
             reports = {x: concatenate_reports([reports[x], more[x]], f"input {x}") if x in reports else more[x]
                        for x in more}
             drawn = target

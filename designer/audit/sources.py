@@ -3,7 +3,8 @@
 Three sources, each turning "draw n reports of input x" into a report array:
 
 * :class:`PythonSampler` — a callable ``sampler(x, n, rng, **arguments)``
-  named ``module:function`` (or ``path/to/file.py:function``);
+  named ``module:function`` (or ``path/to/file.py:function``), run in a worker
+  process that is stopped when a call exceeds the time limit;
 * :class:`CommandSampler` — any program: it reads one input per line on stdin
   and writes one report per line on stdout (the seed of each batch is in the
   environment variable :data:`SEED_VARIABLE`);
@@ -32,11 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.audit.worker import Worker, WorkerTimeout
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
 
 #: The command source's batch seed (an integer) is passed in this environment variable.
 SEED_VARIABLE = "LDP_AUDIT_SEED"
-#: Seconds a program may take to answer one batch of inputs (``--timeout``).
+#: Seconds a program or a Python sampler may take to answer one batch of inputs (``--timeout``).
 DEFAULT_TIMEOUT = AUDIT_COMMAND_TIMEOUT
 
 
@@ -49,8 +51,8 @@ class ReportSource(ABC):
     def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
         """``n`` reports of input ``x`` as an array (see :func:`as_report_array`).
 
-        ``timeout``: seconds the call may take (enforced for programs; a Python
-        sampler runs in this process and cannot be interrupted safely).
+        ``timeout``: seconds the call may take (at most the source's own ``--timeout``;
+        a call that does not answer in time is stopped and is bad input).
         """
 
 
@@ -277,17 +279,55 @@ def parse_report(text: str):
 
 
 class PythonSampler(ReportSource):
-    """A Python callable ``sampler(x, n, rng, **arguments) -> n reports``."""
+    """A Python callable ``sampler(x, n, rng, **arguments) -> n reports``, run in a worker process.
 
-    def __init__(self, spec: str, arguments: dict | None = None):
-        self.function = load_callable(spec)
+    Each call must return within ``timeout`` seconds (``--timeout``, as for a
+    program): the sampler runs in a child process (:class:`~designer.audit.worker.Worker`)
+    that is killed when it does not answer in time. The generator is sent with
+    each call and its state taken back, so the reports and ``rng``'s stream are
+    those of a call in this process.
+    """
+
+    def __init__(self, spec: str, arguments: dict | None = None, timeout: float = DEFAULT_TIMEOUT):
+        check_timeout(timeout)
         self.arguments = dict(arguments or {})
         self.description = spec + "".join(f" {key}={value!r}" for key, value in self.arguments.items())
+        self.timeout = timeout
+        self.worker = Worker(_SamplerCall(spec, self.arguments, load_callable(spec)))
 
     def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        timeout = self.timeout if timeout is None else min(timeout, self.timeout)
         where = f"the sampler (input {x})"
-        raw = call_user(self.function, where, x, n, rng, **self.arguments)
-        return as_report_array(raw, n, where)
+        try:
+            reports, state = self.worker.call((x, n, rng), timeout, where)
+        except WorkerTimeout:
+            raise ValueError(f"{where} did not return {n} reports within {timeout:.3g} s (--timeout, or the rest "
+                             "of --seconds)") from None
+        rng.bit_generator.state = state
+        return reports
+
+
+class _SamplerCall:
+    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x`` and the generator's state after them."""
+
+    def __init__(self, spec: str, arguments: dict, function: Callable):
+        self.spec, self.arguments, self.function = spec, arguments, function
+
+    def __getstate__(self) -> dict:  # spawned workers load the function again (one from a file cannot be pickled)
+        return {**self.__dict__, "function": None}
+
+    def __call__(self, x: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+        if self.function is None:
+            self.function = load_callable(self.spec)
+        where = f"the sampler (input {x})"
+        return as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where), \
+            rng.bit_generator.state
+
+
+def check_timeout(timeout: float) -> None:
+    """Refuse a ``--timeout`` that is not a positive finite number of seconds."""
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"--timeout must be a positive number of seconds, got {timeout}")
 
 
 class CommandSampler(ReportSource):
@@ -297,8 +337,7 @@ class CommandSampler(ReportSource):
         self.arguments = shlex.split(command)
         if not self.arguments:
             raise ValueError("--command is empty")
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise ValueError(f"--timeout must be a positive number of seconds, got {timeout}")
+        check_timeout(timeout)
         self.description = command
         self.timeout = timeout
 

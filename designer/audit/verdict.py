@@ -77,8 +77,8 @@ class PairResult:
     detectable_excess: float = math.inf
     attack: str = ""
     hockey_stick_lower_bound: float = -math.inf
-    #: Per attack class, the exact probability of detecting a violation of a stated kind and size
-    #: (:func:`~designer.audit.power.class_power`); empty for an (E, delta) audit.
+    #: Per attack class, the exact probability of detecting a violation of a stated kind and size if
+    #: chosen as the event (:func:`~designer.audit.power.class_power`); empty for an (E, delta) audit.
     power: tuple = ()
 
     @property
@@ -132,8 +132,9 @@ class AuditResult:
     detectable_excess : float
         The best pair's :attr:`PairResult.detectable_excess`: the smallest
         ``delta`` such that a log-ratio ``E + delta`` on an event of the kind and
-        probability under x of that pair's witness would have been detected with
-        probability :data:`~designer.audit.power.POWER` (normal approximation).
+        probability under x of that pair's witness, if chosen as the event, would
+        have been detected with probability :data:`~designer.audit.power.POWER`
+        (normal approximation).
         It says nothing of events the attacks cannot express.
     lower_bounds : ndarray (k, k)
         The empirical E matrix (:func:`lower_bound_matrix`): simultaneous lower

@@ -52,7 +52,7 @@ def audit_command(
     reports_per_input: int = typer.Option(None, "--reports-per-input", help="Reports drawn for every input."),
     seconds: float = typer.Option(None, "--seconds", help="Spend this many seconds on the whole audit instead."),
     max_memory: float = typer.Option(AUDIT_MAX_MEMORY_GIB, "--max-memory", help="GiB the reports may take (a larger budget is refused up front)."),
-    timeout: float = typer.Option(AUDIT_COMMAND_TIMEOUT, "--timeout", help="Seconds a --command program may take per batch of inputs."),
+    timeout: float = typer.Option(AUDIT_COMMAND_TIMEOUT, "--timeout", help="Seconds a --sampler call or a --command program may take per batch of inputs (then it is stopped: exit 2)."),
     confidence: float = typer.Option(AUDIT_CONFIDENCE, "--confidence", help="Probability that a 'violated' verdict is right."),
     delta: float = typer.Option(0.0, "--delta", help="Audit (E, delta)-LDP: violated when P(S|x) > e^E P(S|x') + delta."),
     correction: Correction = typer.Option(Correction.holm, "--correction", help="holm or bonferroni (across pairs)."),
@@ -134,7 +134,7 @@ def audit_command(
         result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
     else:
         budget = Budget(reports_per_input, seconds, max_memory * 2**30)
-        source = PythonSampler(sampler, extra) if sampler else CommandSampler(command, timeout)
+        source = PythonSampler(sampler, extra, timeout) if sampler else CommandSampler(command, timeout)
         with Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
             console=console, transient=True, disable=not console.is_terminal,
@@ -276,7 +276,8 @@ def _report(result, estimate, loop, source: str, e_name: str, declared: Path | N
 
 def _report_power(result, out: Console) -> None:
     """Power per tested pair, for the kind of event its attack found, and per attack class (never next to a
-    violation)."""
+    violation). Each figure is conditional on the stated event being the one chosen for the pair on the
+    training reports: "if chosen as the event"."""
     from designer.audit.power import POWER
 
     _report_class_power(result, out)
@@ -288,8 +289,8 @@ def _report_power(result, out: Console) -> None:
     finite.sort(key=lambda pair: pair.detectable_excess)
     low, high = finite[0], finite[-1]
     out.print(escape(
-        f"  power, per tested pair, for events of the kind its attack found (as likely under x as its witness): "
-        f"an excess over E of {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to "
+        f"  power, per tested pair, for an event of the kind its attack found (as likely under x as its witness), "
+        f"if chosen as the event: an excess over E of {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to "
         f"{high.detectable_excess:.3g} (x={high.x} x'={high.x_prime}) would have been detected with probability "
         f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
         "untested pairs or for events the attacks cannot express"
@@ -310,7 +311,8 @@ def _report_class_power(result, out: Console) -> None:
                 f"(x={high['pair'][0]} x'={high['pair'][1]}) per tested pair"
                 if f"{low['probability']:.3g}" != f"{high['probability']:.3g}" else
                 f"{low['probability']:.3g} on every tested pair")
-        out.print(escape(f"  power, {kind}: {violation} would have been detected with probability {span}"))
+        out.print(escape(f"  power, {kind}: {violation}, if chosen as the event, would have been detected with "
+                         f"probability {span}"))
 
 
 def rounding_hint(declared, privacy, certificate) -> str | None:

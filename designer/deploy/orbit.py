@@ -208,7 +208,8 @@ def prove_orbit(structure: OrbitStructure) -> HadamardVerification:
         a, b, ratio, level = tightest
         steps.append(f"tightest: classes {a}, {b}: ratio {'inf' if ratio is None else ratio} vs exp({level}) (exact)")
     return HadamardVerification(not failed, tightest[2] if tightest else None, margin, tuple(steps), k,
-                                structure.n_outputs, f"symmetric design at class level, {r} classes", tuple(failed))
+                                structure.n_outputs, f"symmetric design at class level, {r} classes", tuple(failed),
+                                structure)
 
 
 def verify_orbit_package(document: dict) -> HadamardVerification:
@@ -241,21 +242,18 @@ def orbit_channel(document: dict) -> np.ndarray:
     """The k x m channel of an orbit package as exact Fractions (small k only: tests and inspection)."""
     structure = check_orbit_structure(document)
     values_high, values_low = _fractions(structure, values=True)
-    members = [[] for _ in structure.sizes]
-    for first, last, a, _ in sorted(structure.ranges, key=lambda item: (item[2], item[3])):
-        members[a].extend(range(first, last + 1))
+    located = [structure.locate(x) for x in range(structure.k)]
     blocks = []
     for o, period in enumerate(structure.columns):
         block = np.full((structure.k, period), Fraction(0), dtype=object)
-        for a, n in enumerate(structure.sizes):
-            j, l = structure.high[o][a], structure.low[o][a]
-            for rank, x in enumerate(members[a]):
-                for t in range(period):
-                    offset = (rank - t) % n
-                    if offset < j:
-                        block[x, t] = values_high[o][a]
-                    elif offset < j + l:
-                        block[x, t] = values_low[o][a]
+        for x, (a, rank) in enumerate(located):
+            n, j, l = structure.sizes[a], structure.high[o][a], structure.low[o][a]
+            for t in range(period):
+                offset = (rank - t) % n
+                if offset < j:
+                    block[x, t] = values_high[o][a]
+                elif offset < j + l:
+                    block[x, t] = values_low[o][a]
         blocks.append(block)
     return np.hstack(blocks)
 

@@ -133,8 +133,9 @@ def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> Po
     (block: ``epsilon`` inside a block, ``inf`` across; high-low: ``epsilon`` on the rows
     of sensitive symbols, ``inf`` elsewhere) against the policy, exactly.
 
-    ``verification``: the table package's :func:`~designer.deploy.package.verify_package` result, whose
-    parsed E and table are reused (None: parse the package again).
+    ``verification``: the package's verification (:func:`~designer.deploy.package.verify_package` for a
+    table, :func:`~designer.deploy.orbit.verify_orbit_package` for an orbit package), whose parsed E and
+    table, or orbit structure, are reused (None: parse the package again).
 
     Raises
     ------
@@ -150,7 +151,10 @@ def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> Po
         shown, count = weaker_pairs(privacy.epsilon, privacy.exact_levels, policy)
         return PolicyCheck(tuple(shown), count, certify(table.channel(), policy, exact=True) if count else None)
     if kind == "orbit":
-        return _orbit_policy(document, policy)
+        from designer.deploy.sampler import check_orbit_structure
+
+        structure = check_orbit_structure(document) if verification is None else verification.structure
+        return _orbit_policy(structure, policy)
     if kind == "block-hadamard":
         sizes = [int(size) for size in document["block_sizes"]]
         _check_size(sum(sizes), policy)
@@ -174,15 +178,11 @@ def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> Po
     return PolicyCheck(tuple(shown), count, None)
 
 
-def _orbit_policy(document: dict, policy: PrivacyMatrix) -> PolicyCheck:
-    """An orbit package's class-level E, expanded to symbols, against the policy (exactly)."""
-    from designer.deploy.sampler import check_orbit_structure
-
-    structure = check_orbit_structure(document)
+def _orbit_policy(structure, policy: PrivacyMatrix) -> PolicyCheck:
+    """An orbit package's class-level E (its checked :class:`~designer.deploy.sampler.OrbitStructure`),
+    expanded to symbols, against the policy (exactly)."""
     _check_size(structure.k, policy)
-    group = np.empty(structure.k, dtype=np.int64)
-    for first, last, a, _ in structure.ranges:
-        group[first : last + 1] = a
+    group = np.array([structure.locate(x)[0] for x in range(structure.k)], dtype=np.int64)
     exact = [[ExactEpsilon.parse(text) for text in row] for row in structure.levels]
     levels = np.array([[float(level) for level in row] for row in exact])[np.ix_(group, group)]
     np.fill_diagonal(levels, 0.0)

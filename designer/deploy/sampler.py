@@ -57,6 +57,7 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 
 FORMAT = "ldp-designer-mechanism"
 SCHEMA_VERSION = 1
@@ -374,6 +375,25 @@ class OrbitStructure:
     def n_outputs(self) -> int:
         return sum(self.columns)
 
+    @cached_property
+    def range_index(self) -> tuple[list, list, list]:
+        """The ranges' first symbols, classes and ranks of their first symbols, by first symbol (what
+        :meth:`locate` searches)."""
+        return ([first for first, *_ in self.ranges], [a for _, _, a, _ in self.ranges],
+                [rank for *_, rank in self.ranges])
+
+    def locate(self, x, search=None, index=None):
+        """The class of symbol ``x`` and its rank in the class (members in increasing order).
+
+        The range holding x is the last whose first symbol is at most x. ``x`` is an int, or
+        (vectorised) an integer array with ``index`` the :attr:`range_index` as arrays and
+        ``search(x)`` their ``searchsorted(first symbols, x, side="right")``: this module
+        imports no numpy.
+        """
+        first, classes, ranks = self.range_index if index is None else index
+        i = (bisect.bisect_right(first, x) if search is None else search(x)) - 1
+        return classes[i], ranks[i] + x - first[i]
+
 
 def check_orbit_structure(document: dict) -> OrbitStructure:
     """Check an ``orbit`` package (a symmetric design at class level); return its integers.
@@ -669,7 +689,6 @@ class OrbitSampler(_PackageSampler):
     def _load(self, document: dict, structure) -> None:
         self.structure = structure
         self.k, self.n_outputs = structure.k, structure.n_outputs
-        self.starts = [first for first, *_ in structure.ranges]
         self.offsets = _cumulative([0] + structure.columns)[:-1]
         orbits = range(len(structure.columns))
         self.thresholds = [
@@ -677,16 +696,11 @@ class OrbitSampler(_PackageSampler):
             for a in range(len(structure.sizes))
         ]
 
-    def locate(self, x: int) -> tuple[int, int]:
-        """The class of symbol x and its rank in the class."""
-        first, _, a, rank = self.structure.ranges[bisect.bisect_right(self.starts, x) - 1]
-        return a, rank + x - first
-
     def sample(self, x: int) -> int:
         """One report (output index) for symbol ``x``."""
         if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < self.k:
             raise ValueError(f"input index must be an integer in 0..{self.k - 1}, got {x!r}")
-        a, rank = self.locate(x)
+        a, rank = self.structure.locate(x)
         cell = bisect.bisect_right(self.thresholds[a], secrets.randbits(self.bits))
         o, low = divmod(cell, 2)
         s = self.structure

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from designer.deploy.sampler import (
@@ -85,7 +85,8 @@ class HadamardVerification:
 
     ``ratio`` is the largest ratio ``Q(y|x) / Q(y|x')`` over the constrained pairs (``None``
     when no pair is constrained, or a ratio is unbounded), ``margin`` = ``epsilon - log(ratio)``; ``failed`` lists the
-    proof steps whose bound is broken.
+    proof steps whose bound is broken. ``structure``: an orbit package's checked
+    :class:`~designer.deploy.sampler.OrbitStructure` (reused by the policy check; None for other kinds).
     """
 
     certified: bool
@@ -96,6 +97,7 @@ class HadamardVerification:
     n_outputs: int
     mechanism: str = "block Hadamard response"
     failed: tuple[str, ...] = ()
+    structure: object = field(default=None, repr=False, compare=False)
 
 
 def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:

@@ -34,7 +34,7 @@
 // their integer coin thresholds the same way and take uniform columns from the top bits
 // of a 32-bit word (their sizes are powers of two), exactly as designer/deploy/sampler.py.
 // Orbit packages (a symmetric design at class level: OrbitMechanism) compare u with their
-// class's cumulative integer cell thresholds, then draw uniform integers below a bound by
+// class's cumulative integer cell thresholds (binary search), then draw uniform integers below a bound by
 // rejection (the top bits of one or two 32-bit words, redrawn while >= the bound): exact.
 
 export const FORMAT = "ldp-designer-mechanism";
@@ -362,7 +362,7 @@ class RandomWords {
   }
 
   /** One uniform integer in [0, bound) for 1 <= bound <= 2^53 (rejection on the top bits of one or two words). */
-  below(bound) {
+  uniformBelow(bound) {
     if (bound <= 1) return 0;
     let width = 0;
     while (2 ** width < bound) width++;
@@ -400,16 +400,27 @@ function hadamardHalf(row, column, inside) {
   return ((parity & 1) === 0) !== inside ? column ^ (row & -row) : column;
 }
 
-/** The index of the last entry <= x in an increasing array whose first entry is <= x (binary search). */
-function lastAtMost(starts, x) {
+/** The first index in [0, length) where before(index) is false, before being true then false along the
+ *  indices (binary search; length if it is true everywhere). */
+function partitionPoint(length, before) {
   let low = 0;
-  let high = starts.length - 1;
+  let high = length;
   while (low < high) {
-    const middle = (low + high + 1) >>> 1;
-    if (starts[middle] <= x) low = middle;
-    else high = middle - 1;
+    const middle = (low + high) >>> 1;
+    if (before(middle)) low = middle + 1;
+    else high = middle;
   }
   return low;
+}
+
+/** The index of the last entry <= x in an increasing array whose first entry is <= x. */
+function lastAtMost(starts, x) {
+  return partitionPoint(starts.length, (i) => starts[i] <= x) - 1;
+}
+
+/** The index of the first threshold above u (u < c, as limbs) in non-decreasing thresholds whose last is above u. */
+function firstAbove(thresholds, u) {
+  return partitionPoint(thresholds.length, (i) => !below(u, thresholds[i]));
 }
 
 /** Counts of n reports for input x over nOutputs outputs (any mechanism with sample); refused (RangeError with the
@@ -553,18 +564,16 @@ export class OrbitMechanism {
     const [first, , a, start] = this.ranges[lastAtMost(this.starts, x)];
     const rank = start + x - first;
     const u = this._random.uniform(this.bits);
-    const thresholds = this._cells[a];
-    let cell = 0;
-    while (!below(u, thresholds[cell])) cell++;
+    const cell = firstAbove(this._cells[a], u);
     const o = cell >>> 1;
     const isLow = (cell & 1) === 1;
     const n = this.sizes[a];
     const period = this.columns[o];
     const j = this.high[o][a];
     const count = isLow ? this.low[o][a] : j;
-    if (count === n) return this.offsets[o] + this._random.below(period);
-    const d = (isLow ? j : 0) + this._random.below(count);
-    return this.offsets[o] + ((((rank - d) % n) + n) % n) + n * this._random.below(period / n);
+    if (count === n) return this.offsets[o] + this._random.uniformBelow(period);
+    const d = (isLow ? j : 0) + this._random.uniformBelow(count);
+    return this.offsets[o] + ((((rank - d) % n) + n) % n) + n * this._random.uniformBelow(period / n);
   }
 
   /** How often each output index is reported in n draws for symbol x. */
