@@ -403,3 +403,16 @@ def test_the_policy_check_reuses_the_verified_structure(monkeypatch):
 
     monkeypatch.setattr(sampler_module, "check_orbit_structure", parse_again)
     assert check_policy(document, policy(1.5), verification) == parsed
+
+
+def test_the_policy_check_refuses_a_verification_of_another_package():
+    """A verification is reused only for the package it proved: another package's would check the wrong E."""
+    from designer.deploy.policy import check_policy
+    from designer.spec import PrivacyMatrix
+
+    document, other = built("block3-4"), built("ldp6")
+    block = np.repeat([0, 1], [3, 4])
+    policy = PrivacyMatrix(np.where(np.eye(7, dtype=bool), 0.0, np.where(block[:, None] == block[None, :], 2.0, np.inf)))
+    assert check_policy(document, policy, verify_structured_package(document)).met
+    with pytest.raises(PackageError, match="another package"):
+        check_policy(document, policy, verify_structured_package(other))

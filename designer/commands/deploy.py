@@ -308,7 +308,7 @@ def verify_package_command(
     verification = checked.verification
     certificate = verification.certificate
     if as_json:
-        print_json({"path": str(path), "sha256": verification.digest, **certificate.to_dict(), **extra})
+        print_json({"path": str(path), "sha256": verification.sha256, **certificate.to_dict(), **extra})
     else:
         console = Console()
         colour = "green" if certificate.certified else "red"

@@ -78,7 +78,7 @@ class PackageVerification:
     privacy: PrivacyMatrix
     table: IntegerTable
     certificate: Certificate
-    digest: str
+    sha256: str
 
     @property
     def certified(self) -> bool:

@@ -135,16 +135,20 @@ def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> Po
 
     ``verification``: the package's verification (:func:`~designer.deploy.package.verify_package` for a
     table, :func:`~designer.deploy.orbit.verify_orbit_package` for an orbit package), whose parsed E and
-    table, or orbit structure, are reused (None: parse the package again).
+    table, or orbit structure, are reused (None: parse the package again). It must be of this
+    document: its ``sha256`` must equal the document's.
 
     Raises
     ------
     PackageError
-        The policy's size differs from the package's number of inputs.
+        The policy's size differs from the package's number of inputs, or ``verification``
+        is of another package.
     """
     from designer.deploy.package import load_package
 
     kind = document["kind"]
+    if verification is not None and verification.sha256 != document.get("sha256"):
+        raise PackageError("the verification passed to the policy check is of another package (SHA-256 differs)")
     if kind == "table":
         privacy, table = load_package(document) if verification is None else (verification.privacy, verification.table)
         _check_size(privacy.k, policy)
@@ -153,7 +157,8 @@ def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> Po
     if kind == "orbit":
         from designer.deploy.sampler import check_orbit_structure
 
-        structure = check_orbit_structure(document) if verification is None else verification.structure
+        structure = verification.structure if verification is not None and verification.structure is not None \
+            else check_orbit_structure(document)
         return _orbit_policy(structure, policy)
     if kind == "block-hadamard":
         sizes = [int(size) for size in document["block_sizes"]]

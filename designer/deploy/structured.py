@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from designer.deploy.sampler import (
@@ -86,7 +86,8 @@ class HadamardVerification:
     ``ratio`` is the largest ratio ``Q(y|x) / Q(y|x')`` over the constrained pairs (``None``
     when no pair is constrained, or a ratio is unbounded), ``margin`` = ``epsilon - log(ratio)``; ``failed`` lists the
     proof steps whose bound is broken. ``structure``: an orbit package's checked
-    :class:`~designer.deploy.sampler.OrbitStructure` (reused by the policy check; None for other kinds).
+    :class:`~designer.deploy.sampler.OrbitStructure` (reused by the policy check; None for other kinds)
+    and ``sha256`` the digest of the package it was proved from (empty when not from a package).
     """
 
     certified: bool
@@ -98,6 +99,7 @@ class HadamardVerification:
     mechanism: str = "block Hadamard response"
     failed: tuple[str, ...] = ()
     structure: object = field(default=None, repr=False, compare=False)
+    sha256: str = ""
 
 
 def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:
@@ -356,11 +358,14 @@ def _checked_fields(document: dict, utility_members: tuple[str, ...]) -> ExactEp
 
 
 def _recheck(document: dict, verification: HadamardVerification) -> HadamardVerification:
-    """The hash must match, and a certified package's stored proof must be the recomputed one (else PackageTampered)."""
+    """The hash must match, and a certified package's stored proof must be the recomputed one (else PackageTampered).
+
+    Returns the verification bound to the document's ``sha256``.
+    """
     verify_digest(document)
     if verification.certified and document["certificate"].get("proof") != list(verification.proof):
         raise PackageTampered("the stored proof differs from the recomputed one")
-    return verification
+    return replace(verification, sha256=document["sha256"])
 
 
 def _bound(
