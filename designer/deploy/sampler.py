@@ -388,7 +388,7 @@ class OrbitStructure:
         The range holding x is the last whose first symbol is at most x. ``x`` is an int, or
         (vectorised) an integer array with ``index`` the :attr:`range_index` as arrays and
         ``search(x)`` their ``searchsorted(first symbols, x, side="right")``: this module
-        imports no numpy.
+        imports no numpy. Symbols must lie in ``0..k-1`` (the samplers check their input first).
         """
         first, classes, ranks = self.range_index if index is None else index
         i = (bisect.bisect_right(first, x) if search is None else search(x)) - 1
