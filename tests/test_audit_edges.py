@@ -246,6 +246,39 @@ def test_a_time_budget_draws_no_more_than_the_widest_batch_fits():
     assert 4 * 8 * drawn * k <= limit
 
 
+class WideningLate:
+    """Reports 0/1 (one byte each) for the first ``after`` reports drawn (all inputs), eight bytes after."""
+
+    description = "widening late"
+
+    def __init__(self, after: int):
+        self.after, self.drawn = after, 0
+
+    def draw(self, x, n, rng, timeout=None):
+        self.drawn += n
+        values = rng.integers(0, 2, n)
+        if self.drawn > self.after:
+            values = values + 2**40
+        return as_report_array(values, n, "widening late")
+
+
+@pytest.mark.parametrize("after", [10, 3000, 6000])
+def test_a_time_budget_holds_no_more_than_fits_when_reports_widen_late(after):
+    """Widening inside a late, doubled round must not leave the round's reports held beyond --max-memory."""
+    from designer.audit.collect import MEMORY_FACTOR
+
+    k, limit = 3, 4 * 3 * 4096  # 4096 one-byte reports per input fit, or 512 eight-byte ones
+    reports = collect_reports(WideningLate(after), k, Budget(seconds=5, max_memory=limit), np.random.default_rng(0))
+    counts = {len(values) for values in reports.values()}
+    assert len(counts) == 1 and counts.pop() >= 2
+    assert MEMORY_FACTOR * sum(values.nbytes for values in reports.values()) <= limit
+
+
+def test_a_time_budget_that_fits_not_two_reports_per_input_is_refused():
+    with pytest.raises(ValueError, match=r"--seconds 5 needs about .* \(6 reports of about 8 bytes, 4 copies\)"):
+        collect_reports(Widening(wide=0), 3, Budget(seconds=5, max_memory=4 * 8 * 3), np.random.default_rng(0))
+
+
 def test_epsilon_delta_audit_uses_the_hockey_stick(E4):
     """GRR at eps = 1 that sends its input in clear 5% of the time: violates (1, 0.01), not (1, 0.1)."""
     from designer.audit.statistics import clopper_pearson_lower, clopper_pearson_upper, hockey_stick_lower_bound
