@@ -121,6 +121,22 @@ def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
     source.worker.stop()
 
 
+def test_a_sampler_that_spawns_generators_draws_in_its_worker_what_it_draws_in_this_process():
+    """``rng.spawn`` advances the seed sequence, not the stream: the worker passes its count back too."""
+    from designer.audit.sources import PythonSampler, load_callable
+
+    spawning = load_callable(f"{SAMPLERS}:spawning")
+    here, there = np.random.default_rng(1), np.random.default_rng(1)
+    source = PythonSampler(f"{SAMPLERS}:spawning", {"eps": 1.0, "k": 4})
+    drawn = [source.draw(0, 50, there) for _ in range(3)]
+    source.worker.stop()
+    assert not np.array_equal(drawn[0], drawn[1]) and not np.array_equal(drawn[1], drawn[2])
+    for reports in drawn:
+        assert np.array_equal(reports, spawning(0, 50, here, 1.0, 4))
+    assert there.bit_generator.seed_seq.n_children_spawned == here.bit_generator.seed_seq.n_children_spawned == 3
+    assert there.spawn(1)[0].random() == here.spawn(1)[0].random()
+
+
 @pytest.mark.parametrize("code", [0, 1, 3])
 def test_a_sampler_that_exits_is_bad_input(E4, code):
     result = audit("--E", E4, "--sampler", f"{SAMPLERS}:exits", "--arg", f"code={code}", "--reports-per-input", 10)

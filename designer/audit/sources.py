@@ -284,7 +284,8 @@ class PythonSampler(ReportSource):
     Each call must return within ``timeout`` seconds (``--timeout``, as for a
     program): the sampler runs in a child process (:class:`~designer.audit.worker.Worker`)
     that is killed when it does not answer in time. The generator is sent with
-    each call and its state taken back, so the reports and ``rng``'s stream are
+    each call and its state taken back, with the count of children its seed
+    sequence spawned (``rng.spawn``), so the reports and ``rng``'s stream are
     those of a call in this process.
     """
 
@@ -299,16 +300,20 @@ class PythonSampler(ReportSource):
         timeout = self.timeout if timeout is None else min(timeout, self.timeout)
         where = f"the sampler (input {x})"
         try:
-            reports, state = self.worker.call((x, n, rng), timeout, where)
+            reports, state, spawned = self.worker.call((x, n, rng), timeout, where)
         except WorkerTimeout:
             raise ValueError(f"{where} did not return {n} reports within {timeout:.3g} s (--timeout, or the rest "
                              "of --seconds)") from None
         rng.bit_generator.state = state
+        if spawned is not None:  # children the sampler spawned (rng.spawn) are spawned here too: the next differ
+            seed_sequence = rng.bit_generator.seed_seq
+            seed_sequence.spawn(spawned - seed_sequence.n_children_spawned)
         return reports
 
 
 class _SamplerCall:
-    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x`` and the generator's state after them."""
+    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x``, then the generator's state and the
+    children its seed sequence has spawned (``rng.spawn``) after them."""
 
     def __init__(self, spec: str, arguments: dict, function: Callable):
         self.spec, self.arguments, self.function = spec, arguments, function
@@ -316,12 +321,13 @@ class _SamplerCall:
     def __getstate__(self) -> dict:  # spawned workers load the function again (one from a file cannot be pickled)
         return {**self.__dict__, "function": None}
 
-    def __call__(self, x: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    def __call__(self, x: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict, int | None]:
         if self.function is None:
             self.function = load_callable(self.spec)
         where = f"the sampler (input {x})"
-        return as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where), \
-            rng.bit_generator.state
+        reports = as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where)
+        spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", None)  # None: a seedless sequence
+        return reports, rng.bit_generator.state, spawned
 
 
 def check_timeout(timeout: float) -> None:
