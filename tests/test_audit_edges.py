@@ -137,6 +137,35 @@ def test_a_sampler_that_spawns_generators_draws_in_its_worker_what_it_draws_in_t
     assert there.spawn(1)[0].random() == here.spawn(1)[0].random()
 
 
+def test_the_worker_is_forked_before_the_progress_bar_starts_its_thread(E4, monkeypatch):
+    """A fork copies the locks other threads hold (stdout's, stderr's): the worker must not inherit them held."""
+    import threading
+
+    from designer.audit.worker import Worker
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # the progress bar shows (and refreshes in its thread) as on a terminal
+    threads_at_fork, threads_during = [], []
+    start, draw = Worker.start, Worker.call
+
+    def counting_start(self):
+        if self._process is None:
+            threads_at_fork.append(threading.active_count())
+        start(self)
+
+    def counting_call(self, *arguments):
+        threads_during.append(threading.active_count())
+        return draw(self, *arguments)
+
+    monkeypatch.setattr(Worker, "start", counting_start)
+    monkeypatch.setattr(Worker, "call", counting_call)
+    before = threading.active_count()
+    result = audit("--E", E4, "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
+                   "--reports-per-input", 500, "--fixed-split", "--seed", 1, "--json")
+    assert result.exit_code == 0, result.output
+    assert max(threads_during) > before  # the bar's thread ran while drawing
+    assert threads_at_fork == [before]
+
+
 @pytest.mark.parametrize("code", [0, 1, 3])
 def test_a_sampler_that_exits_is_bad_input(E4, code):
     result = audit("--E", E4, "--sampler", f"{SAMPLERS}:exits", "--arg", f"code={code}", "--reports-per-input", 10)

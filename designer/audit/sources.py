@@ -55,6 +55,15 @@ class ReportSource(ABC):
         a call that does not answer in time is stopped and is bad input).
         """
 
+    def close(self) -> None:
+        """Release what the source holds (a worker process); a source holding nothing has nothing to do."""
+
+    def __enter__(self) -> ReportSource:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
+
 
 def parse_arguments(pairs: list[str] | None) -> dict:
     """``["eps=1", "protocol=OUE"]`` -> ``{"eps": 1, "protocol": "OUE"}`` (Python literals, else text)."""
@@ -309,6 +318,16 @@ class PythonSampler(ReportSource):
             seed_sequence = rng.bit_generator.seed_seq
             seed_sequence.spawn(spawned - seed_sequence.n_children_spawned)
         return reports
+
+    def __enter__(self) -> PythonSampler:
+        """Start the worker process now, before the caller starts threads (a progress bar's): a process forked
+        while another thread holds a lock (of stdout, stderr, logging) would inherit it held and could hang."""
+        self.worker.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the worker process (a later :meth:`draw` starts a new one)."""
+        self.worker.stop()
 
 
 class _SamplerCall:
