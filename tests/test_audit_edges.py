@@ -105,7 +105,28 @@ def test_a_worker_killed_between_calls_is_reported_and_replaced():
     with pytest.raises(ValueError, match=r"the sampler \(input 1\) ended its worker process \(exit code -9\)"):
         source.draw(1, 10, np.random.default_rng(0))
     assert len(source.draw(1, 10, np.random.default_rng(0))) == 10  # a new worker
-    source.worker.stop()
+    source.close()
+
+
+def test_a_sampler_as_a_context_starts_its_worker_on_entry_and_stops_it_on_exit():
+    from designer.audit.sources import PythonSampler
+
+    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
+    assert source.worker._process is None  # started lazily, by the first draw, outside a context
+    with source:
+        process = source.worker._process
+        assert process.is_alive()
+        assert len(source.draw(2, 10, np.random.default_rng(0))) == 10 and source.worker._process is process
+    assert not process.is_alive() and process.exitcode is not None and source.worker._process is None
+
+
+def test_an_answer_that_cannot_be_passed_back_is_one_line():
+    from designer.audit.sources import PythonSampler
+
+    with PythonSampler(f"{SAMPLERS}:unpicklable") as source, pytest.raises(ValueError) as error:
+        source.draw(0, 3, np.random.default_rng(0))
+    assert str(error.value) == ("the answer cannot be passed back from the worker process: TypeError: cannot pickle "
+                                "this report")
 
 
 def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
@@ -113,12 +134,11 @@ def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
     from designer.audit.sources import PythonSampler, load_callable
 
     grr = load_callable(f"{SAMPLERS}:grr")
-    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
     here, there = np.random.default_rng(5), np.random.default_rng(5)
-    for x, n in ((0, 300), (3, 700)):
-        assert np.array_equal(source.draw(x, n, there), grr(x, n, here, 1.0, 4))
+    with PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4}) as source:
+        for x, n in ((0, 300), (3, 700)):
+            assert np.array_equal(source.draw(x, n, there), grr(x, n, here, 1.0, 4))
     assert there.random() == here.random()
-    source.worker.stop()
 
 
 def test_a_sampler_that_spawns_generators_draws_in_its_worker_what_it_draws_in_this_process():
@@ -127,9 +147,8 @@ def test_a_sampler_that_spawns_generators_draws_in_its_worker_what_it_draws_in_t
 
     spawning = load_callable(f"{SAMPLERS}:spawning")
     here, there = np.random.default_rng(1), np.random.default_rng(1)
-    source = PythonSampler(f"{SAMPLERS}:spawning", {"eps": 1.0, "k": 4})
-    drawn = [source.draw(0, 50, there) for _ in range(3)]
-    source.worker.stop()
+    with PythonSampler(f"{SAMPLERS}:spawning", {"eps": 1.0, "k": 4}) as source:
+        drawn = [source.draw(0, 50, there) for _ in range(3)]
     assert not np.array_equal(drawn[0], drawn[1]) and not np.array_equal(drawn[1], drawn[2])
     for reports in drawn:
         assert np.array_equal(reports, spawning(0, 50, here, 1.0, 4))

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from designer.audit.worker import Worker, WorkerTimeout
+from designer.audit.worker import Worker, WorkerTimeout, one_line
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
 
 #: The command source's batch seed (an integer) is passed in this environment variable.
@@ -98,7 +98,7 @@ def load_callable(spec: str, what: str = "sampler") -> Callable:
     except (ValueError, KeyboardInterrupt):
         raise
     except BaseException as error:  # the module's own code may raise anything, even SystemExit
-        raise ValueError(f"{what} {spec!r}: cannot import {module_name}: {_one_line(error)}") from None
+        raise ValueError(f"{what} {spec!r}: cannot import {module_name}: {one_line(error)}") from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ValueError(f"{what} {spec!r}: {module_name} has no function {function_name!r}")
@@ -116,7 +116,7 @@ def call_user(function: Callable, where: str, *arguments, **keywords):
     except SystemExit as error:
         raise ValueError(f"{where} called sys.exit({error.code!r}) instead of returning") from None
     except Exception as error:
-        raise ValueError(f"{where} raised {type(error).__name__}: {_one_line(error)}") from None
+        raise ValueError(f"{where} raised {type(error).__name__}: {one_line(error)}") from None
 
 
 def as_report_array(raw, n: int, where: str) -> np.ndarray:
@@ -432,9 +432,3 @@ class ReportFile:
             x: as_report_array(reports, len(reports), f"{path} (input {x})") for x, reports in grouped.items() if reports
         })
         self.missing = missing
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-

@@ -118,11 +118,17 @@ def _serve(connection, parent_end, target: Callable) -> None:
         try:
             answer = ("ok", target(*arguments))
         except ValueError as error:
-            answer = ("error", str(error))
+            answer = ("error", one_line(error))
         except Exception as error:  # noqa: BLE001 - user code: any failure is reported, never a traceback
-            answer = ("error", f"{type(error).__name__}: {error}")
+            answer = ("error", f"{type(error).__name__}: {one_line(error)}")
         try:
             connection.send(answer)
         except Exception as error:  # noqa: BLE001 - an answer that cannot be pickled
             connection.send(("error", f"the answer cannot be passed back from the worker process: "
-                                      f"{type(error).__name__}: {error}"))
+                                      f"{type(error).__name__}: {one_line(error)}"))
+
+
+def one_line(error: BaseException) -> str:
+    """The first non-blank line of ``error``'s message (its type's name if it has none)."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
