@@ -105,7 +105,28 @@ def test_a_worker_killed_between_calls_is_reported_and_replaced():
     with pytest.raises(ValueError, match=r"the sampler \(input 1\) ended its worker process \(exit code -9\)"):
         source.draw(1, 10, np.random.default_rng(0))
     assert len(source.draw(1, 10, np.random.default_rng(0))) == 10  # a new worker
-    source.worker.stop()
+    source.close()
+
+
+def test_a_sampler_as_a_context_starts_its_worker_on_entry_and_stops_it_on_exit():
+    from designer.audit.sources import PythonSampler
+
+    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
+    assert source.worker._process is None  # started lazily, by the first draw, outside a context
+    with source:
+        process = source.worker._process
+        assert process.is_alive()
+        assert len(source.draw(2, 10, np.random.default_rng(0))) == 10 and source.worker._process is process
+    assert not process.is_alive() and process.exitcode is not None and source.worker._process is None
+
+
+def test_an_answer_that_cannot_be_passed_back_is_one_line():
+    from designer.audit.sources import PythonSampler
+
+    with PythonSampler(f"{SAMPLERS}:unpicklable") as source, pytest.raises(ValueError) as error:
+        source.draw(0, 3, np.random.default_rng(0))
+    assert str(error.value) == ("the answer cannot be passed back from the worker process: TypeError: cannot pickle "
+                                "this report")
 
 
 def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
@@ -113,12 +134,55 @@ def test_a_sampler_in_its_worker_draws_what_it_draws_in_this_process():
     from designer.audit.sources import PythonSampler, load_callable
 
     grr = load_callable(f"{SAMPLERS}:grr")
-    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4})
     here, there = np.random.default_rng(5), np.random.default_rng(5)
-    for x, n in ((0, 300), (3, 700)):
-        assert np.array_equal(source.draw(x, n, there), grr(x, n, here, 1.0, 4))
+    with PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 4}) as source:
+        for x, n in ((0, 300), (3, 700)):
+            assert np.array_equal(source.draw(x, n, there), grr(x, n, here, 1.0, 4))
     assert there.random() == here.random()
-    source.worker.stop()
+
+
+def test_a_sampler_that_spawns_generators_draws_in_its_worker_what_it_draws_in_this_process():
+    """``rng.spawn`` advances the seed sequence, not the stream: the worker passes its count back too."""
+    from designer.audit.sources import PythonSampler, load_callable
+
+    spawning = load_callable(f"{SAMPLERS}:spawning")
+    here, there = np.random.default_rng(1), np.random.default_rng(1)
+    with PythonSampler(f"{SAMPLERS}:spawning", {"eps": 1.0, "k": 4}) as source:
+        drawn = [source.draw(0, 50, there) for _ in range(3)]
+    assert not np.array_equal(drawn[0], drawn[1]) and not np.array_equal(drawn[1], drawn[2])
+    for reports in drawn:
+        assert np.array_equal(reports, spawning(0, 50, here, 1.0, 4))
+    assert there.bit_generator.seed_seq.n_children_spawned == here.bit_generator.seed_seq.n_children_spawned == 3
+    assert there.spawn(1)[0].random() == here.spawn(1)[0].random()
+
+
+def test_the_worker_is_forked_before_the_progress_bar_starts_its_thread(E4, monkeypatch):
+    """A fork copies the locks other threads hold (stdout's, stderr's): the worker must not inherit them held."""
+    import threading
+
+    from designer.audit.worker import Worker
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # the progress bar shows (and refreshes in its thread) as on a terminal
+    threads_at_fork, threads_during = [], []
+    start, draw = Worker.start, Worker.call
+
+    def counting_start(self):
+        if self._process is None:
+            threads_at_fork.append(threading.active_count())
+        start(self)
+
+    def counting_call(self, *arguments):
+        threads_during.append(threading.active_count())
+        return draw(self, *arguments)
+
+    monkeypatch.setattr(Worker, "start", counting_start)
+    monkeypatch.setattr(Worker, "call", counting_call)
+    before = threading.active_count()
+    result = audit("--E", E4, "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
+                   "--reports-per-input", 500, "--fixed-split", "--seed", 1, "--json")
+    assert result.exit_code == 0, result.output
+    assert max(threads_during) > before  # the bar's thread ran while drawing
+    assert threads_at_fork == [before]
 
 
 @pytest.mark.parametrize("code", [0, 1, 3])
@@ -244,6 +308,39 @@ def test_a_time_budget_draws_no_more_than_the_widest_batch_fits():
     drawn = len(reports[0])
     assert reports[0].dtype == np.int64 and 64 < drawn <= 512
     assert 4 * 8 * drawn * k <= limit
+
+
+class WideningLate:
+    """Reports 0/1 (one byte each) for the first ``after`` reports drawn (all inputs), eight bytes after."""
+
+    description = "widening late"
+
+    def __init__(self, after: int):
+        self.after, self.drawn = after, 0
+
+    def draw(self, x, n, rng, timeout=None):
+        self.drawn += n
+        values = rng.integers(0, 2, n)
+        if self.drawn > self.after:
+            values = values + 2**40
+        return as_report_array(values, n, "widening late")
+
+
+@pytest.mark.parametrize("after", [10, 3000, 6000])
+def test_a_time_budget_holds_no_more_than_fits_when_reports_widen_late(after):
+    """Widening inside a late, doubled round must not leave the round's reports held beyond --max-memory."""
+    from designer.audit.collect import MEMORY_FACTOR
+
+    k, limit = 3, 4 * 3 * 4096  # 4096 one-byte reports per input fit, or 512 eight-byte ones
+    reports = collect_reports(WideningLate(after), k, Budget(seconds=5, max_memory=limit), np.random.default_rng(0))
+    counts = {len(values) for values in reports.values()}
+    assert len(counts) == 1 and counts.pop() >= 2
+    assert MEMORY_FACTOR * sum(values.nbytes for values in reports.values()) <= limit
+
+
+def test_a_time_budget_that_fits_not_two_reports_per_input_is_refused():
+    with pytest.raises(ValueError, match=r"--seconds 5 needs about .* \(6 reports of about 8 bytes, 4 copies\)"):
+        collect_reports(Widening(wide=0), 3, Budget(seconds=5, max_memory=4 * 8 * 3), np.random.default_rng(0))
 
 
 def test_epsilon_delta_audit_uses_the_hockey_stick(E4):

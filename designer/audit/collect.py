@@ -5,9 +5,11 @@ Both budgets are checked before the bulk is drawn: a probe of
 reports would not fit in ``max_memory`` (:data:`MEMORY_FACTOR` copies of
 them: the reports, their shuffled splits and encodings) is refused with the
 estimate. Every later batch is measured too (:class:`ReportMemory`): a batch
-needing a wider type than the probe re-checks the budget before more is drawn. A time budget covers the whole run: drawing stops at
-:data:`DRAW_SHARE` of it, and at most :data:`ANALYSIS_RATE` reports per second
-of budget are drawn, so that the analysis fits in the rest.
+needing a wider type than the probe re-checks a count budget before more is
+drawn, and lowers a time budget's cap at once (no input is drawn past it, and
+every input is cut to it at the end). A time budget covers the whole run:
+drawing stops at :data:`DRAW_SHARE` of it, and at most :data:`ANALYSIS_RATE`
+reports per second of budget are drawn, so that the analysis fits in the rest.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ class ReportMemory:
         Bytes allowed (``--max-memory``).
     reports : float or None
         Reports the whole budget holds (all inputs, all stages); None for a time
-        budget, whose draws are capped at :meth:`cap` instead.
+        budget, whose draws are capped at :meth:`cap` instead (recomputed after
+        every batch, the reports held cut to it).
     what : str
         The budget as the refusal names it.
     """
@@ -160,26 +163,60 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
                 done += n
                 report(done / total)
     else:
-        drawing_deadline = start + DRAW_SHARE * budget.seconds
-        batch, drawn = FIRST_BATCH, 0
-        while True:
-            round_start = time.perf_counter()
-            for x in inputs:
-                n = batch - len(probe) if x == inputs[0] and drawn == 0 else batch
-                if n:
-                    parts[x].append(memory.see(source.draw(x, n, rng, _remaining(deadline))))
-            drawn += batch
-            now = time.perf_counter()
-            last_round = now - round_start
-            report(min((now - start) / (DRAW_SHARE * budget.seconds), 1.0))
-            cap = min(budget.seconds * ANALYSIS_RATE, memory.cap()) / k
-            if now + last_round * 2 > drawing_deadline or drawn >= cap:
-                break
-            if last_round < budget.seconds / 50:
-                batch *= 2
-            batch = int(min(batch, cap - drawn))
+        _draw_for_seconds(source, inputs, budget, rng, memory, parts, start, deadline, report)
     # each input's batches are freed once joined: the reports are held about once, not twice
     return {x: concatenate_reports(parts.pop(x), f"source {source.description} (input {x})") for x in inputs}
+
+
+def _draw_for_seconds(source: ReportSource, inputs: list[int], budget: Budget, rng: np.random.Generator,
+                      memory: ReportMemory, parts: dict[int, list[np.ndarray]], start: float, deadline: float,
+                      report: Callable[[float], None]) -> None:
+    """Draw rounds of every input into ``parts`` until :data:`DRAW_SHARE` of ``budget.seconds`` is spent.
+
+    A round raises every input to the same count, its batch doubled while a round
+    takes < 1/50 of the budget. The memory cap is recomputed after every batch (a
+    wider batch lowers it at once, inside the round) and no input is drawn past it;
+    at the end every input is trimmed to the cap at the widest size seen, so the
+    reports held never take more than ``max_memory`` with :data:`MEMORY_FACTOR` copies.
+    """
+    k = len(inputs)
+    drawing_deadline = start + DRAW_SHARE * budget.seconds
+    held = {x: sum(len(part) for part in parts[x]) for x in inputs}
+    memory_cap = lambda: math.floor(memory.cap() / k)  # noqa: E731 - reports per input that fit at the widest size
+    batch, drawn = FIRST_BATCH, 0
+    while True:
+        round_start = time.perf_counter()
+        for x in inputs:
+            n = min(drawn + batch, memory_cap()) - held[x]
+            if n > 0:
+                parts[x].append(memory.see(source.draw(x, n, rng, _remaining(deadline))))
+                held[x] += len(parts[x][-1])
+        drawn = min(held.values())
+        now = time.perf_counter()
+        last_round = now - round_start
+        report(min((now - start) / (DRAW_SHARE * budget.seconds), 1.0))
+        cap = min(budget.seconds * ANALYSIS_RATE / k, memory_cap())
+        if now + last_round * 2 > drawing_deadline or drawn >= cap:
+            break
+        if last_round < budget.seconds / 50:
+            batch *= 2
+        batch = max(int(min(batch, cap - drawn)), 1)
+    keep = min(drawn, memory_cap())
+    if keep < 2:  # not even a training and a fresh report of every input fit: refused with the estimate
+        check_memory(memory.per_report, 2 * k, memory.max_memory, memory.what)
+    for x in inputs:
+        parts[x] = _first(parts[x], keep)
+
+
+def _first(batches: list[np.ndarray], count: int) -> list[np.ndarray]:
+    """The first ``count`` reports of ``batches`` (later batches dropped, the last kept one cut)."""
+    kept = []
+    for batch in batches:
+        if count <= 0:
+            break
+        kept.append(batch[:count])
+        count -= len(batch)
+    return kept
 
 
 def _remaining(deadline: float | None) -> float | None:

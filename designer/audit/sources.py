@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from designer.audit.worker import Worker, WorkerTimeout
+from designer.audit.worker import Worker, WorkerTimeout, one_line
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
 
 #: The command source's batch seed (an integer) is passed in this environment variable.
@@ -54,6 +54,15 @@ class ReportSource(ABC):
         ``timeout``: seconds the call may take (at most the source's own ``--timeout``;
         a call that does not answer in time is stopped and is bad input).
         """
+
+    def close(self) -> None:
+        """Release what the source holds (a worker process); a source holding nothing has nothing to do."""
+
+    def __enter__(self) -> ReportSource:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
 
 
 def parse_arguments(pairs: list[str] | None) -> dict:
@@ -89,7 +98,7 @@ def load_callable(spec: str, what: str = "sampler") -> Callable:
     except (ValueError, KeyboardInterrupt):
         raise
     except BaseException as error:  # the module's own code may raise anything, even SystemExit
-        raise ValueError(f"{what} {spec!r}: cannot import {module_name}: {_one_line(error)}") from None
+        raise ValueError(f"{what} {spec!r}: cannot import {module_name}: {one_line(error)}") from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ValueError(f"{what} {spec!r}: {module_name} has no function {function_name!r}")
@@ -107,7 +116,7 @@ def call_user(function: Callable, where: str, *arguments, **keywords):
     except SystemExit as error:
         raise ValueError(f"{where} called sys.exit({error.code!r}) instead of returning") from None
     except Exception as error:
-        raise ValueError(f"{where} raised {type(error).__name__}: {_one_line(error)}") from None
+        raise ValueError(f"{where} raised {type(error).__name__}: {one_line(error)}") from None
 
 
 def as_report_array(raw, n: int, where: str) -> np.ndarray:
@@ -284,7 +293,8 @@ class PythonSampler(ReportSource):
     Each call must return within ``timeout`` seconds (``--timeout``, as for a
     program): the sampler runs in a child process (:class:`~designer.audit.worker.Worker`)
     that is killed when it does not answer in time. The generator is sent with
-    each call and its state taken back, so the reports and ``rng``'s stream are
+    each call and its state taken back, with the count of children its seed
+    sequence spawned (``rng.spawn``), so the reports and ``rng``'s stream are
     those of a call in this process.
     """
 
@@ -299,16 +309,30 @@ class PythonSampler(ReportSource):
         timeout = self.timeout if timeout is None else min(timeout, self.timeout)
         where = f"the sampler (input {x})"
         try:
-            reports, state = self.worker.call((x, n, rng), timeout, where)
+            reports, state, spawned = self.worker.call((x, n, rng), timeout, where)
         except WorkerTimeout:
             raise ValueError(f"{where} did not return {n} reports within {timeout:.3g} s (--timeout, or the rest "
                              "of --seconds)") from None
         rng.bit_generator.state = state
+        if spawned is not None:  # children the sampler spawned (rng.spawn) are spawned here too: the next differ
+            seed_sequence = rng.bit_generator.seed_seq
+            seed_sequence.spawn(spawned - seed_sequence.n_children_spawned)
         return reports
+
+    def __enter__(self) -> PythonSampler:
+        """Start the worker process now, before the caller starts threads (a progress bar's): a process forked
+        while another thread holds a lock (of stdout, stderr, logging) would inherit it held and could hang."""
+        self.worker.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the worker process (a later :meth:`draw` starts a new one)."""
+        self.worker.stop()
 
 
 class _SamplerCall:
-    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x`` and the generator's state after them."""
+    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x``, then the generator's state and the
+    children its seed sequence has spawned (``rng.spawn``) after them."""
 
     def __init__(self, spec: str, arguments: dict, function: Callable):
         self.spec, self.arguments, self.function = spec, arguments, function
@@ -316,12 +340,13 @@ class _SamplerCall:
     def __getstate__(self) -> dict:  # spawned workers load the function again (one from a file cannot be pickled)
         return {**self.__dict__, "function": None}
 
-    def __call__(self, x: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    def __call__(self, x: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict, int | None]:
         if self.function is None:
             self.function = load_callable(self.spec)
         where = f"the sampler (input {x})"
-        return as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where), \
-            rng.bit_generator.state
+        reports = as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where)
+        spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", None)  # None: a seedless sequence
+        return reports, rng.bit_generator.state, spawned
 
 
 def check_timeout(timeout: float) -> None:
@@ -407,9 +432,3 @@ class ReportFile:
             x: as_report_array(reports, len(reports), f"{path} (input {x})") for x, reports in grouped.items() if reports
         })
         self.missing = missing
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-

@@ -8,7 +8,12 @@ process (forked where the platform allows, so nothing is imported again; else
 spawned). Each call sends its arguments and waits at most ``timeout`` seconds
 for the answer; on time-out the process is killed (``SIGKILL``: user code
 cannot ignore it) and the next call starts a new one. Ctrl-C is left to the
-parent, which stops the worker on its way out.
+parent, which stops the worker on its way out. A fork copies the locks other
+threads hold at that moment (of stdout, stderr, logging), held for ever in the
+child: a caller about to start threads (the audit's progress bar) starts the
+worker first (:meth:`Worker.start`). The forkserver start method would avoid
+that too, but costs about 0.23 s a start against 6 ms (the module imported
+again) and needs a ``__main__`` guard in the caller's script.
 """
 
 from __future__ import annotations
@@ -48,8 +53,7 @@ class Worker:
     def call(self, arguments: tuple, timeout: float, where: str):
         """``target(*arguments)`` run in the worker; ``ValueError`` naming ``where`` if it ends the worker,
         :class:`WorkerTimeout` if it does not answer within ``timeout`` seconds."""
-        if self._process is None:
-            self._start()
+        self.start()
         try:
             self._connection.send(arguments)
             answered = self._connection.poll(timeout)
@@ -79,7 +83,11 @@ class Worker:
             self._finalizer()
         self._process = self._connection = self._finalizer = None
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the worker now if none runs (else the first call does): a caller about to start threads
+        forks it first, so that it holds none of their locks."""
+        if self._process is not None:
+            return
         context = multiprocessing.get_context(START_METHOD)
         ours, theirs = context.Pipe()
         process = context.Process(target=_serve, args=(theirs, ours, self.target), daemon=True,
@@ -110,11 +118,17 @@ def _serve(connection, parent_end, target: Callable) -> None:
         try:
             answer = ("ok", target(*arguments))
         except ValueError as error:
-            answer = ("error", str(error))
+            answer = ("error", one_line(error))
         except Exception as error:  # noqa: BLE001 - user code: any failure is reported, never a traceback
-            answer = ("error", f"{type(error).__name__}: {error}")
+            answer = ("error", f"{type(error).__name__}: {one_line(error)}")
         try:
             connection.send(answer)
         except Exception as error:  # noqa: BLE001 - an answer that cannot be pickled
             connection.send(("error", f"the answer cannot be passed back from the worker process: "
-                                      f"{type(error).__name__}: {error}"))
+                                      f"{type(error).__name__}: {one_line(error)}"))
+
+
+def one_line(error: BaseException) -> str:
+    """The first non-blank line of ``error``'s message (its type's name if it has none)."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__

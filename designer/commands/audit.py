@@ -135,7 +135,8 @@ def audit_command(
     else:
         budget = Budget(reports_per_input, seconds, max_memory * 2**30)
         source = PythonSampler(sampler, extra, timeout) if sampler else CommandSampler(command, timeout)
-        with Progress(
+        # the source first: a sampler's worker is forked before the progress bar starts its thread
+        with source, Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
             console=console, transient=True, disable=not console.is_terminal,
         ) as progress:
