@@ -66,7 +66,7 @@ def worker_cost() -> None:
     print(f"collect {K} x 200,000 GRR reports: in process {here:.3f} s, worker {there:.3f} s "
           f"(ratio {there / here:.2f}); one call of 64 reports: {small_here * 1e3:.3f} ms vs "
           f"{small_there * 1e3:.3f} ms")
-    worker.worker.stop()
+    worker.close()
 
 
 def memory_estimate() -> None:
