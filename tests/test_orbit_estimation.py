@@ -245,3 +245,44 @@ def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):
                                   "--estimator", "mle"])
     assert refused.exit_code == 2
     assert "no report is in the mechanism's output alphabet" in refused.output and "2 reports outside" in refused.output
+
+
+def _classic_rank(structure) -> int:
+    """``rank Q`` of a classic package by the exact rule (docs/scale.md): k minus the lost frequencies.
+
+    One class of n = k ranks; on orbit o its pattern is h on j ranks then w on the next l
+    (h != w, both > 0). With ``z = e^{2 pi i s / n} != 1``, ``(1 - z) sum_d v(d) z^d =
+    h - (h - w) z^j - w z^{j + l}``, which vanishes iff ``z^j = z^l = 1`` (the two last terms
+    must add up to h in modulus), i.e. iff n divides ``s gcd(j, l)``. A frequency s/n is lost
+    iff it vanishes on every orbit.
+    """
+    n = structure.k
+    lost = np.ones(n, dtype=bool)
+    lost[0] = False  # frequency 0: the row masses, positive
+    for j, l in zip(structure.high, structure.low):
+        step = n // np.gcd(n, np.gcd(j[0], l[0]))
+        lost &= np.arange(n) % step == 0
+    return n - int(lost.sum())
+
+
+@pytest.mark.parametrize("k, eps", [(6, 1.0), (12, 0.5), (30, 1.0), (48, 2.0)])
+def test_classic_rank_equals_numpy_and_the_exact_rule(k, eps):
+    """The SVD rank of the blocks = numpy's matrix_rank of the dense table = the integer rule."""
+    document = build_orbit_package(design_symmetric(ClassStructure.classic(k, eps)))
+    structure = check_orbit_structure(document)
+    operator = OrbitOperator(structure)
+    assert all(band.high != band.low and band.low > 0 for band in operator.bands)  # the rule's premise
+    rank = OrbitSpectrum(operator).rank
+    assert rank == np.linalg.matrix_rank(orbit_channel(document).astype(float)) == _classic_rank(structure)
+
+
+@pytest.mark.parametrize("k, eps, expected", [(1675, 0.5, 1675), (4999, 1.0, 4999), (43_750, 1.0, 43_749)])
+def test_large_classic_ranks_are_not_cut_at_the_square_root_of_eps(k, eps, expected):
+    """A cut on sigma^2 (eigenvalues of Q Q^T) drops well-resolved singular values: 1673, 4993, 41,519."""
+    structure = check_orbit_structure(build_orbit_package(design_symmetric(ClassStructure.classic(k, eps),
+                                                                           materialise=False)))
+    spectrum = OrbitSpectrum(OrbitOperator(structure))
+    assert spectrum.rank == _classic_rank(structure) == expected
+    if expected == k:
+        p = np.random.default_rng(5).dirichlet(np.ones(k))
+        np.testing.assert_allclose(spectrum.estimate(spectrum.operator.forward(p)), p, rtol=0, atol=1e-10)
