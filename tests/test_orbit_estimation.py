@@ -198,6 +198,36 @@ def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
     errors = np.array([row["std_error"] for row in summary["estimate"]])
     np.testing.assert_allclose(errors, sd, rtol=0.05)
     assert "Fourier blocks" in summary["interval_method"]
+    assert summary["expected_tv_error"] == pytest.approx(np.sqrt(2 / np.pi) / 2 * errors.sum(), rel=1e-12)
+    assert summary["expected_tv_error"] == pytest.approx(expected, rel=0.05)
+    singular = np.linalg.svd(table, compute_uv=False)
+    assert summary["condition_number"] == pytest.approx(singular[0] / singular[-1], rel=1e-9)
+    assert "warning" not in result.stderr
+
+
+def test_cli_warns_when_the_unbiased_estimate_is_useless(tmp_path):
+    """Classic LDP at k = 1000, eps = 1 (condition number 5.4e4): expected TV error far above 0.5, one warning."""
+    package = tmp_path / "p.json"
+    structure = ClassStructure.classic(1000, 1.0)
+    package.write_text(json.dumps(build_orbit_package(design_symmetric(structure, materialise=False))))
+    operator = OrbitOperator(check_orbit_structure(json.loads(package.read_text())))
+    rng = np.random.default_rng(2)
+    counts = rng.multinomial(50_000, operator.forward(rng.dirichlet(np.ones(1000))))
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n" + "\n".join(map(str, np.repeat(np.arange(operator.n_outputs), counts))) + "\n")
+    for extra in (["--json"], []):
+        result = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports), *extra])
+        assert result.exit_code == 0, result.output
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+        assert len(warnings) == 1 and "use --estimator mle" in warnings[0] and "condition number" in warnings[0]
+    summary = json.loads(runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
+                                             "--json"]).stdout)
+    errors = np.array([row["std_error"] for row in summary["estimate"]])
+    assert summary["expected_tv_error"] == pytest.approx(np.sqrt(2 / np.pi) / 2 * errors.sum(), rel=1e-12)
+    assert summary["expected_tv_error"] > 100  # 87 at 10^6 reports, so about 390 at 5 x 10^4
+    assert summary["condition_number"] == pytest.approx(OrbitSpectrum(operator).condition)
+    assert summary["condition_number"] > 1e4
+    assert "expected TV error" in result.stdout  # the text output of the second run
 
 
 def test_cli_refuses_the_linear_inverse_of_a_rank_deficient_orbit_package(packages, tmp_path):
