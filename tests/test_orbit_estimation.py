@@ -316,3 +316,13 @@ def test_large_classic_ranks_are_not_cut_at_the_square_root_of_eps(k, eps, expec
     if expected == k:
         p = np.random.default_rng(5).dirichlet(np.ones(k))
         np.testing.assert_allclose(spectrum.estimate(spectrum.operator.forward(p)), p, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", [name for name in STRUCTURES if RANKS[name] < STRUCTURES[name].k])
+def test_library_estimates_refuse_rank_deficient_channels(packages, name):
+    """estimate() and interval() raise the refusal instead of dividing by a zero singular value (NaN)."""
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages[name])))
+    counts = np.arange(1, spectrum.operator.n_outputs + 1)
+    for method in (spectrum.estimate, spectrum.interval):
+        with pytest.raises(ValueError, match=f"rank {RANKS[name]} < k = {STRUCTURES[name].k}"):
+            method(counts)

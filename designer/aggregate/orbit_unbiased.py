@@ -148,12 +148,24 @@ class OrbitSpectrum:
         return None
 
     def estimate(self, counts) -> np.ndarray:
-        """``p_hat = (Q Q^T)^{-1} Q f`` with ``f`` the output frequencies of ``counts``."""
+        """``p_hat = (Q Q^T)^{-1} Q f`` with ``f`` the output frequencies of ``counts``.
+
+        Raises
+        ------
+        ValueError
+            ``rank Q < k`` (:meth:`unidentifiable`): no unbiased estimator exists.
+        """
         counts = np.asarray(counts, dtype=float)
         return self._solve(counts / counts.sum())
 
     def interval(self, counts) -> tuple[np.ndarray, np.ndarray]:
-        """The unbiased estimate and its exact plug-in standard errors ``sqrt(diag Cov)`` (module docstring)."""
+        """The unbiased estimate and its exact plug-in standard errors ``sqrt(diag Cov)`` (module docstring).
+
+        Raises
+        ------
+        ValueError
+            ``rank Q < k``, as :meth:`estimate`.
+        """
         counts = np.asarray(counts, dtype=float)
         n = counts.sum()
         frequencies = counts / n
@@ -178,6 +190,9 @@ class OrbitSpectrum:
 
     # ------------------------------------------------------------ transforms
     def _solve(self, frequencies: np.ndarray) -> np.ndarray:
+        reason = self.unidentifiable()
+        if reason is not None:  # a lost direction has sigma ~ 0: dividing by it gives NaN or noise
+            raise ValueError(f"no unbiased estimator: {reason}")
         op = self.operator
         outputs = [np.fft.fft(frequencies[op.offsets[o]: op.offsets[o + 1]]) / np.sqrt(period)
                    for o, period in enumerate(op.periods)]
