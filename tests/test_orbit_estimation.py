@@ -326,3 +326,20 @@ def test_library_estimates_refuse_rank_deficient_channels(packages, name):
     for method in (spectrum.estimate, spectrum.interval):
         with pytest.raises(ValueError, match=f"rank {RANKS[name]} < k = {STRUCTURES[name].k}"):
             method(counts)
+
+
+def test_refusal_names_the_classes_of_the_lost_direction(packages):
+    """interleaved4-6 loses one direction at frequency 1/2, shared by both classes' blocks: it lies in class 0 only.
+
+    Independent check: the left null vector of the dense table (x Q = 0) is zero on class 1's members.
+    """
+    structure = STRUCTURES["interleaved4-6"]
+    table = orbit_channel(packages["interleaved4-6"]).astype(float)
+    left, singular, _ = np.linalg.svd(table)
+    assert singular[-1] < 1e-12 * singular[0] and singular[-2] > 1e-3 * singular[0]  # one lost direction
+    null = left[:, -1]
+    assert np.abs(null[structure.members[1]]).max() < 1e-10 < np.abs(null[structure.members[0]]).min()
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages["interleaved4-6"])))
+    group = next(group for group in spectrum.groups if group.q == 2)
+    assert group.classes.tolist() == [0, 1]  # the frequency's block spans both classes ...
+    assert spectrum.unidentifiable().endswith("frequency 1/2 of the ranks of class(es) 0")  # ... the loss only one
