@@ -24,16 +24,14 @@ from designer.deploy.orbit_operator import OrbitOperator
 from designer.deploy.sampler import OrbitSampler, check_orbit_structure
 from designer.estimation import maximum_likelihood, tv_distance
 from designer.symmetry import ClassStructure, design_symmetric
+from orbit_structures import BASIC_STRUCTURES
 
 runner = CliRunner()
 N_REPORTS = 200_000
 INF = np.inf
 
 STRUCTURES = {
-    "classic6": ClassStructure.classic(6, 1.0),
-    "block3-4": ClassStructure.block([3, 4], 2.0),
-    "high-low9": ClassStructure.high_low(9, 4, 0.5),
-    "uldp7": ClassStructure.utility_optimized(7, 3, 1.0),
+    **BASIC_STRUCTURES,
     # orbits whose columns T are multiples of two class sizes (T / n_a = 3 and 2), classes interleaved
     "interleaved4-6": ClassStructure([4, 6], [[1.0, 1.0], [1.0, 1.0]], [0.1, 0.1],
                                      members=[np.array([0, 3, 5, 9]), np.array([1, 2, 4, 6, 7, 8])]),
@@ -55,11 +53,15 @@ def packages() -> dict:
     return {name: build_orbit_package(design_symmetric(structure)) for name, structure in STRUCTURES.items()}
 
 
-@pytest.mark.parametrize("name", list(STRUCTURES))
-def test_operator_products_equal_the_dense_table(packages, name):
-    document = packages[name]
-    table = orbit_channel(document).astype(float)
-    operator = OrbitOperator(check_orbit_structure(document))
+@pytest.fixture(params=list(STRUCTURES))
+def dense(request, packages) -> tuple[str, np.ndarray, OrbitOperator]:
+    """Each structure's name, dense table (float) and operator."""
+    document = packages[request.param]
+    return request.param, orbit_channel(document).astype(float), OrbitOperator(check_orbit_structure(document))
+
+
+def test_operator_products_equal_the_dense_table(dense):
+    _, table, operator = dense
     assert (operator.k, operator.n_outputs) == table.shape
     rng = np.random.default_rng(7)
     for _ in range(3):
@@ -79,11 +81,8 @@ def test_the_structures_cover_multiples_and_constant_classes(packages):
                for o in range(len(high_low.columns)) for a, n in enumerate(high_low.sizes))
 
 
-@pytest.mark.parametrize("name", list(STRUCTURES))
-def test_em_through_the_operator_equals_em_on_the_table(packages, name):
-    document = packages[name]
-    table = orbit_channel(document).astype(float)
-    operator = OrbitOperator(check_orbit_structure(document))
+def test_em_through_the_operator_equals_em_on_the_table(dense):
+    _, table, operator = dense
     rng = np.random.default_rng(3)
     counts = rng.multinomial(5000, rng.dirichlet(np.ones(operator.k)) @ table)
     dense = maximum_likelihood(counts, table, tolerance=1e-12)
@@ -93,10 +92,9 @@ def test_em_through_the_operator_equals_em_on_the_table(packages, name):
     assert fast.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", list(STRUCTURES))
-def test_spectrum_rank_equals_the_dense_rank(packages, name):
-    table = orbit_channel(packages[name]).astype(float)
-    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages[name])))
+def test_spectrum_rank_equals_the_dense_rank(dense):
+    name, table, operator = dense
+    spectrum = OrbitSpectrum(operator)
     assert np.linalg.matrix_rank(table) == RANKS[name] == spectrum.rank
     assert (spectrum.unidentifiable() is None) == (RANKS[name] == table.shape[0])
 
@@ -343,3 +341,29 @@ def test_refusal_names_the_classes_of_the_lost_direction(packages):
     group = next(group for group in spectrum.groups if group.q == 2)
     assert group.classes.tolist() == [0, 1]  # the frequency's block spans both classes ...
     assert spectrum.unidentifiable().endswith("frequency 1/2 of the ranks of class(es) 0")  # ... the loss only one
+
+
+def test_column_value_is_the_cell_mass_shared_by_its_columns():
+    """``H n / (2^b T j)`` on each of the ``T j / n`` columns: exact (Fractions) and vectorised alike."""
+    from fractions import Fraction
+
+    from designer.deploy.orbit import column_value
+
+    mass = Fraction(2_474_387_174, 1 << 32)
+    assert column_value(mass, 6, 12, 2) * Fraction(12 * 2, 6) == mass
+    assert column_value(mass, 6, 12, 0) == 0
+    counts = np.array([[2.0, 0.0, 3.0]])
+    vectorised = column_value(np.array([[0.25, 0.5, 0.125]]), np.array([6.0, 4.0, 9.0]), np.array([[36.0]]), counts)
+    np.testing.assert_array_equal(vectorised, [[0.25 * 6 / 72, 0.0, 0.125 * 9 / 108]])
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+def test_operator_reads_the_package_bits(bits):
+    """The cells' denominator is 2^bits from the package (not a class's cell sum): values equal the dense table."""
+    document = build_orbit_package(design_symmetric(STRUCTURES["coupled2-3-5"]), bits)
+    structure = check_orbit_structure(document)
+    assert structure.bits == bits
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(structure)
+    rows = np.array([operator.forward(unit) for unit in np.eye(operator.k)])
+    np.testing.assert_allclose(rows, table, rtol=0, atol=1e-15)

@@ -366,6 +366,7 @@ class OrbitStructure:
     low: list  # l[o][a]
     cells_high: list  # H[o][a]
     cells_low: list  # L[o][a]
+    bits: int  # every class's cells sum to 2^bits
 
     @property
     def k(self) -> int:
@@ -478,7 +479,7 @@ def check_orbit_structure(document: dict) -> OrbitStructure:
         if mass != total:
             raise PackageError(f"the cells of class {a} sum to {mass}, not 2^{document['bits']} = {total}")
     return OrbitStructure(ranges, sizes, levels, parsed["columns"], parsed["high"], parsed["low"],
-                          parsed["cells_high"], parsed["cells_low"])
+                          parsed["cells_high"], parsed["cells_low"], document["bits"])
 
 
 def _coin(document: dict) -> int:
