@@ -367,3 +367,25 @@ def test_operator_reads_the_package_bits(bits):
     operator = OrbitOperator(structure)
     rows = np.array([operator.forward(unit) for unit in np.eye(operator.k)])
     np.testing.assert_allclose(rows, table, rtol=0, atol=1e-15)
+
+
+def test_em_size_is_refused_before_anything_of_size_m_is_built(tmp_path, monkeypatch):
+    """Classic k = 2001: k x m = 4,004,001 > 4e6. load_mechanism(..., "mle") refuses from the structure's k and m,
+    before the operator's index arrays (or the output labels) exist; the CLI the same way."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(build_orbit_package(design_symmetric(ClassStructure.classic(2001, 1.0),
+                                                                    materialise=False))))
+
+    def no_layout(self):
+        raise AssertionError("the O(m) index arrays were built before the size check")
+
+    monkeypatch.setattr(OrbitOperator, "_layout", no_layout)
+    with pytest.raises(ValueError, match="k = 2001 inputs x 2001 outputs is beyond the EM bootstrap limit"):
+        load_mechanism(path, "mle")
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n0\n")
+    refused = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports),
+                                  "--estimator", "mle"])
+    assert refused.exit_code == 2 and "beyond the EM bootstrap limit" in refused.output
+    assert "Traceback" not in refused.output and "AssertionError" not in refused.output
+    assert load_mechanism(path, "unbiased").structured.k == 2001  # the unbiased route still loads

@@ -93,9 +93,7 @@ class ReportMechanism:
     @cached_property
     def spectrum(self) -> OrbitSpectrum:
         """An orbit package's ``Q Q^T`` in Fourier blocks (:mod:`designer.aggregate.orbit_unbiased`), built once."""
-        from designer.aggregate.orbit_unbiased import OrbitSpectrum
-
-        return OrbitSpectrum(self.structured)
+        return _spectrum(self.structured)
 
     @property
     def entries(self) -> int:
@@ -103,7 +101,7 @@ class ReportMechanism:
         return len(self.input_labels) * len(self.output_labels)
 
 
-def load_mechanism(path: str | Path) -> ReportMechanism:
+def load_mechanism(path: str | Path, estimator: str | None = None) -> ReportMechanism:
     """A channel CSV (``designer.io.read_channel``) or a package JSON of ``ldp-designer package``.
 
     A package is verified first (``designer.deploy.package.verify_package``: structure,
@@ -111,7 +109,9 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
     (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised), an ``orbit``
     package (exact structural proof re-run) as its :class:`~designer.deploy.orbit_operator.OrbitOperator`
-    (cyclic interval sums; never materialised).
+    (cyclic interval sums; never materialised). With ``estimator = "mle"`` an orbit package beyond
+    :data:`MAX_MLE_ENTRIES` is refused from its verified structure's k and m, before anything of
+    size m (the output labels, the operator's index arrays) is built.
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -123,7 +123,7 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
         if document.get("kind") in STRUCTURED_KINDS:
             return _structured(document, path)
         if document.get("kind") == "orbit":
-            return _orbit(document, path)
+            return _orbit(document, path, estimator)
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
@@ -153,7 +153,7 @@ def _structured(document: dict, path: Path) -> ReportMechanism:
                            f"package ({document['kind']})", mechanism)
 
 
-def _orbit(document: dict, path: Path) -> ReportMechanism:
+def _orbit(document: dict, path: Path, estimator: str | None) -> ReportMechanism:
     """A verified orbit package as its channel operator; inputs and outputs labelled by index."""
     from designer.deploy.orbit import verify_orbit_package
     from designer.deploy.orbit_operator import OrbitOperator
@@ -165,7 +165,9 @@ def _orbit(document: dict, path: Path) -> ReportMechanism:
         raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
     if not verification.certified:
         raise ValueError(f"{path}: the orbit package's privacy proof does not verify")
-    operator = OrbitOperator(check_orbit_structure(document))
+    operator = OrbitOperator(check_orbit_structure(document))  # bands only: O(k + orbits x classes)
+    if estimator == "mle":
+        _refuse_large_mle(operator.k, operator.n_outputs, operator, lambda: _spectrum(operator))
     return ReportMechanism(None, tuple(str(x) for x in range(operator.k)),
                            tuple(str(j) for j in range(operator.n_outputs)), "package (orbit)", operator)
 
@@ -193,14 +195,32 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
         if reason is not None:
             raise ValueError(f"--estimator unbiased: {reason}; no unbiased estimator exists (the input distribution "
                              "is not identifiable from the reports): use --estimator mle")
-    if estimator == "mle" and mechanism.structured is not None and mechanism.entries > MAX_MLE_ENTRIES:
-        instead = "use --estimator unbiased (exact intervals at any k)"
-        if isinstance(mechanism.structured, OrbitOperator) and mechanism.spectrum.unidentifiable() is not None:
-            instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
-                       "intervals in Python: designer.estimation.maximum_likelihood(counts, "
-                       "designer.deploy.orbit_operator.OrbitOperator(structure))")
-        raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
-                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
+    if estimator == "mle" and mechanism.structured is not None:
+        _refuse_large_mle(len(mechanism.input_labels), len(mechanism.output_labels), mechanism.structured,
+                          lambda: mechanism.spectrum)
+
+
+def _refuse_large_mle(k: int, m: int, structured, spectrum) -> None:
+    """Refuse EM's bootstrap on a structured channel of more than :data:`MAX_MLE_ENTRIES` entries.
+
+    ``spectrum``: a callable giving an orbit package's :class:`OrbitSpectrum` (only built when
+    refusing, to say whether ``unbiased`` exists instead).
+    """
+    if k * m <= MAX_MLE_ENTRIES:
+        return
+    instead = "use --estimator unbiased (exact intervals at any k)"
+    if isinstance(structured, OrbitOperator) and spectrum().unidentifiable() is not None:
+        instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
+                   "intervals in Python: designer.estimation.maximum_likelihood(counts, "
+                   "designer.deploy.orbit_operator.OrbitOperator(structure))")
+    raise ValueError(f"--estimator mle: k = {k} inputs x {m} outputs is beyond the EM bootstrap limit "
+                     f"({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
+
+
+def _spectrum(operator: OrbitOperator) -> OrbitSpectrum:
+    from designer.aggregate.orbit_unbiased import OrbitSpectrum
+
+    return OrbitSpectrum(operator)
 
 
 def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, ...]) -> tuple[np.ndarray, dict]:

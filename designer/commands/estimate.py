@@ -43,7 +43,7 @@ def estimate_command(
     check_confidence(confidence)
     groups = parse_by(by)
     where_sql = check_where(where) if where else None
-    loaded = load_mechanism(mechanism)
+    loaded = load_mechanism(mechanism, estimator)  # an orbit package too large for EM: refused before O(m) work
     check_estimator(loaded, estimator)  # before counting: refusing after a 10^9-report count wastes it
     if save_counts is not None:
         from designer.io.writing import check_destinations

@@ -88,10 +88,13 @@ class OrbitOperator:
                 high = float(column_value(Fraction(cell_high, total), n, period, j))
                 low = float(column_value(Fraction(cell_low, total), n, period, l))
                 self.bands.append(_Band(o, a, j, l, high, low))
-        self._layout()
+        self._laid_out = False
 
     def _layout(self) -> None:
-        """Index arrays of every band (class docstring), built once (every class has a band: its cells sum to 2^b)."""
+        """Index arrays of every band (class docstring), built at the first product (every class has a band: its
+        cells sum to 2^b). They take ``O(m + k)`` memory: a size check on :attr:`n_outputs` runs before."""
+        if self._laid_out:
+            return
         class_start = np.concatenate([[0], np.cumsum([2 * n for n in self.sizes])])  # doubled ranks, forward prefix
         self._doubled_members = np.concatenate([np.concatenate([members, members]) for members in self.members])
         forward, adjoint, fold_start = [], [], 0  # fold_start: the band's folded weights (n), then doubled (2n)
@@ -111,9 +114,11 @@ class OrbitOperator:
          self._f_low) = (np.concatenate(parts) for parts in zip(*forward))
         (self._a_fold, self._a_column, self._a_doubled, self._a_end, self._a_member, self._a_j, self._a_l,
          self._a_high, self._a_low) = (np.concatenate(parts) for parts in zip(*adjoint))
+        self._laid_out = True
 
     def forward(self, p) -> np.ndarray:
         """``p @ Q``: the output distribution (length ``n_outputs``) of the input distribution ``p``."""
+        self._layout()
         prefix = np.concatenate([[0.0], np.cumsum(np.asarray(p, dtype=float)[self._doubled_members])])
         first, middle = prefix[self._f_first], prefix[self._f_first + self._f_j]
         last = prefix[self._f_first + self._f_j + self._f_l]
@@ -122,6 +127,7 @@ class OrbitOperator:
 
     def adjoint(self, w) -> np.ndarray:
         """``Q @ w``: for every input x, ``sum_y Q(y|x) w_y`` (length ``k``)."""
+        self._layout()
         folded = np.bincount(self._a_fold, weights=np.asarray(w, dtype=float)[self._a_column], minlength=self._folds)
         prefix = np.concatenate([[0.0], np.cumsum(folded[self._a_doubled])])
         end, middle = prefix[self._a_end], prefix[self._a_end - self._a_j]
