@@ -411,3 +411,23 @@ def test_the_policy_check_refuses_a_verification_of_another_package():
     assert check_policy(document, policy, verify_structured_package(document)).met
     with pytest.raises(PackageError, match="another package"):
         check_policy(document, policy, verify_structured_package(other))
+
+
+def test_design_package_refuses_a_design_with_too_many_orbits(tmp_path):
+    """Block 300 x 2: 300 support orbits over 300 classes, above most_orbits(300) = 2^21 // 300^2 = 23.
+
+    build_orbit_package says so before rounding; design --package exits 2 with that one line and writes no file.
+    """
+    from designer.deploy.sampler import most_orbits
+
+    assert most_orbits(300) == 23
+    design = design_symmetric(ClassStructure.block([2] * 300, 1.0), materialise=False)
+    assert len(design.support) == 300
+    with pytest.raises(ValueError, match="300 support orbits over 300 classes; an orbit package holds at most 23"):
+        build_orbit_package(design)
+    result = runner.invoke(app, ["design", "--family", "block", "--k", "600", "--blocks", "300", "--eps", "1",
+                                 "--out", str(tmp_path / "d.json"), "--package", str(tmp_path / "p.json")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "holds at most 23" in lines[0]
+    assert "Traceback" not in result.output and list(tmp_path.iterdir()) == []

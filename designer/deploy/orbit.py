@@ -45,12 +45,14 @@ import numpy as np
 
 from designer.deploy.sampler import (
     FORMAT,
+    MAX_ORBIT_CHECKS,
     SCHEMA_VERSION,
     OrbitStructure,
     PackageError,
     PackageTampered,
     check_common,
     check_orbit_structure,
+    most_orbits,
     verify_digest,
 )
 from designer.deploy.structured import HadamardVerification, _recheck, _sealed
@@ -77,12 +79,19 @@ def build_orbit_package(design, bits: int = 32) -> dict:
     Raises
     ------
     ValueError
-        The design is not certified, or no slack up to ``4096 * 2^-(bits/2)`` rounds to a proved package.
+        The design is not certified, has more support orbits than a package may hold
+        (:func:`designer.deploy.sampler.most_orbits`), or no slack up to ``4096 * 2^-(bits/2)`` rounds to a proved package.
     """
     check_bits(bits)
     if not design.certified:
         raise ValueError("only a certified design can be packaged")
     structure = design.structure
+    most = most_orbits(structure.r)
+    if len(design.support) > most:
+        raise ValueError(f"the design has {len(design.support)} support orbits over {structure.r} classes; an orbit "
+                         f"package holds at most {most} with {structure.r} classes (its exact proof compares every "
+                         f"class pair in every orbit: at most {MAX_ORBIT_CHECKS} comparisons), so this design has "
+                         "no orbit package")
     high = np.array([column.high for column in design.support], dtype=np.int64)
     low = np.array([column.low for column in design.support], dtype=np.int64)
     periods = [int(column.columns) for column in design.support]

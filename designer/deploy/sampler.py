@@ -354,6 +354,11 @@ def check_high_low_structure(document: dict) -> tuple[int, list[int], int, int]:
     return k, sensitive, _coin(document), keep
 
 
+def most_orbits(r: int) -> int:
+    """Most support orbits of an ``orbit`` package with r classes (:data:`MAX_ORBIT_CELLS`, :data:`MAX_ORBIT_CHECKS`)."""
+    return min(MAX_ORBIT_CELLS // r, MAX_ORBIT_CHECKS // (r * r))
+
+
 @dataclass(frozen=True)
 class OrbitStructure:
     """The checked members of an ``orbit`` package (see :func:`check_orbit_structure`)."""
@@ -446,7 +451,7 @@ def check_orbit_structure(document: dict) -> OrbitStructure:
             isinstance(row, list) and len(row) == r and all(isinstance(level, str) for level in row) for row in levels):
         raise PackageError(f"class_E must be {r} x {r} level texts (one row and column per class)")
     orbits = document["orbits"]
-    most = min(MAX_ORBIT_CELLS // r, MAX_ORBIT_CHECKS // (r * r))
+    most = most_orbits(r)
     if not isinstance(orbits, list) or not orbits or len(orbits) > most:
         raise PackageError(f"orbits must be a non-empty list of at most {most} orbits with {r} classes "
                            "(the proof compares every class pair in every orbit)")
