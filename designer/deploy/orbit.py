@@ -80,7 +80,8 @@ def build_orbit_package(design, bits: int = 32) -> dict:
     ------
     ValueError
         The design is not certified, has more support orbits than a package may hold
-        (:func:`designer.deploy.sampler.most_orbits`), or no slack up to ``4096 * 2^-(bits/2)`` rounds to a proved package.
+        (:func:`designer.deploy.sampler.most_orbits`), or no slack up to ``4096 * 2^-(bits/2)`` rounds
+        to a proved package.
     """
     check_bits(bits)
     if not design.certified:

@@ -355,7 +355,10 @@ def check_high_low_structure(document: dict) -> tuple[int, list[int], int, int]:
 
 
 def most_orbits(r: int) -> int:
-    """Most support orbits of an ``orbit`` package with r classes (:data:`MAX_ORBIT_CELLS`, :data:`MAX_ORBIT_CHECKS`)."""
+    """Most support orbits of an ``orbit`` package with r classes.
+
+    Bounded by :data:`MAX_ORBIT_CELLS` (classes x orbits) and :data:`MAX_ORBIT_CHECKS` (orbits x classes^2).
+    """
     return min(MAX_ORBIT_CELLS // r, MAX_ORBIT_CHECKS // (r * r))
 
 
