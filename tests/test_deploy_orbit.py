@@ -29,6 +29,7 @@ from designer.deploy.structured import verify_structured_package
 from designer.deploy.vectorised import VectorisedSampler
 from designer.symmetry import ClassStructure, design_symmetric
 from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, run_page_in_chromium
+from orbit_structures import BASIC_STRUCTURES
 from test_deploy_high_low import BROWSER_PAGE
 
 CLIENT = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "js" / "ldp-client.mjs"
@@ -36,13 +37,7 @@ DRIVER = Path(__file__).resolve().parent / "js" / "sample_counts.mjs"
 
 runner = CliRunner()
 
-STRUCTURES = {
-    "ldp6": ClassStructure.classic(6, 1.0),
-    "block3-4": ClassStructure.block([3, 4], 2.0),
-    "high-low9": ClassStructure.high_low(9, 4, 0.5),
-    "uldp7": ClassStructure.utility_optimized(7, 3, 1.0),
-    "ldp5-small-eps": ClassStructure.classic(5, 0.3),
-}
+STRUCTURES = {**BASIC_STRUCTURES, "ldp5-small-eps": ClassStructure.classic(5, 0.3)}
 
 
 def built(name: str, bits: int = 32) -> dict:
@@ -137,11 +132,11 @@ def test_forgeries_include_violations():
 
 def test_built_channel_is_the_design_channel_up_to_the_slack():
     """Each built row is the design's materialised row within the rounding slack ``2^-(b/2)`` (relative)."""
-    design = design_symmetric(STRUCTURES["ldp6"])
-    package = np.array(orbit_channel(built("ldp6")), dtype=float)
+    design = design_symmetric(STRUCTURES["classic6"])
+    package = np.array(orbit_channel(built("classic6")), dtype=float)
     assert package.shape == design.channel.matrix.shape
     np.testing.assert_allclose(package, design.channel.matrix, rtol=4 * 2.0**-16)
-    np.testing.assert_array_equal(np.array(orbit_channel(built("ldp6"))).sum(axis=1), [Fraction(1)] * 6)
+    np.testing.assert_array_equal(np.array(orbit_channel(built("classic6"))).sum(axis=1), [Fraction(1)] * 6)
 
 
 def test_package_information_is_the_channel_information():
@@ -160,7 +155,7 @@ def integer_row(row) -> tuple[list[int], int]:
     return [int(value * denominator) for value in row], denominator
 
 
-@pytest.mark.parametrize("name", ["ldp6", "block3-4", "high-low9"])
+@pytest.mark.parametrize("name", ["classic6", "block3-4", "high-low9"])
 def test_samplers_realise_the_channel(name):
     document = built(name)
     channel = orbit_channel(document)
@@ -179,7 +174,7 @@ def mixed_package() -> dict:
 
     Not E-LDP (class 1's own outputs are zero for class 0): a sampling fixture only.
     """
-    edited = copy.deepcopy(built("ldp6"))
+    edited = copy.deepcopy(built("classic6"))
     edited["classes"] = [[["0", "2"]], [["3", "6"]]]
     edited["class_E"] = [["1", "1"], ["1", "1"]]
     edited["orbits"] = [{"columns": "12", "high": ["1", "2"], "low": ["2", "2"],
@@ -410,9 +405,29 @@ def test_the_policy_check_refuses_a_verification_of_another_package():
     from designer.deploy.policy import check_policy
     from designer.spec import PrivacyMatrix
 
-    document, other = built("block3-4"), built("ldp6")
+    document, other = built("block3-4"), built("classic6")
     block = np.repeat([0, 1], [3, 4])
     policy = PrivacyMatrix(np.where(np.eye(7, dtype=bool), 0.0, np.where(block[:, None] == block[None, :], 2.0, np.inf)))
     assert check_policy(document, policy, verify_structured_package(document)).met
     with pytest.raises(PackageError, match="another package"):
         check_policy(document, policy, verify_structured_package(other))
+
+
+def test_design_package_refuses_a_design_with_too_many_orbits(tmp_path):
+    """Block 300 x 2: 300 support orbits over 300 classes, above most_orbits(300) = 2^21 // 300^2 = 23.
+
+    build_orbit_package says so before rounding; design --package exits 2 with that one line and writes no file.
+    """
+    from designer.deploy.sampler import most_orbits
+
+    assert most_orbits(300) == 23
+    design = design_symmetric(ClassStructure.block([2] * 300, 1.0), materialise=False)
+    assert len(design.support) == 300
+    with pytest.raises(ValueError, match="300 support orbits over 300 classes; an orbit package holds at most 23"):
+        build_orbit_package(design)
+    result = runner.invoke(app, ["design", "--family", "block", "--k", "600", "--blocks", "300", "--eps", "1",
+                                 "--out", str(tmp_path / "d.json"), "--package", str(tmp_path / "p.json")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "holds at most 23" in lines[0]
+    assert "Traceback" not in result.output and list(tmp_path.iterdir()) == []

@@ -24,16 +24,14 @@ from designer.deploy.orbit_operator import OrbitOperator
 from designer.deploy.sampler import OrbitSampler, check_orbit_structure
 from designer.estimation import maximum_likelihood, tv_distance
 from designer.symmetry import ClassStructure, design_symmetric
+from orbit_structures import BASIC_STRUCTURES
 
 runner = CliRunner()
 N_REPORTS = 200_000
 INF = np.inf
 
 STRUCTURES = {
-    "classic6": ClassStructure.classic(6, 1.0),
-    "block3-4": ClassStructure.block([3, 4], 2.0),
-    "high-low9": ClassStructure.high_low(9, 4, 0.5),
-    "uldp7": ClassStructure.utility_optimized(7, 3, 1.0),
+    **BASIC_STRUCTURES,
     # orbits whose columns T are multiples of two class sizes (T / n_a = 3 and 2), classes interleaved
     "interleaved4-6": ClassStructure([4, 6], [[1.0, 1.0], [1.0, 1.0]], [0.1, 0.1],
                                      members=[np.array([0, 3, 5, 9]), np.array([1, 2, 4, 6, 7, 8])]),
@@ -55,11 +53,15 @@ def packages() -> dict:
     return {name: build_orbit_package(design_symmetric(structure)) for name, structure in STRUCTURES.items()}
 
 
-@pytest.mark.parametrize("name", list(STRUCTURES))
-def test_operator_products_equal_the_dense_table(packages, name):
-    document = packages[name]
-    table = orbit_channel(document).astype(float)
-    operator = OrbitOperator(check_orbit_structure(document))
+@pytest.fixture(params=list(STRUCTURES))
+def dense(request, packages) -> tuple[str, np.ndarray, OrbitOperator]:
+    """Each structure's name, dense table (float) and operator."""
+    document = packages[request.param]
+    return request.param, orbit_channel(document).astype(float), OrbitOperator(check_orbit_structure(document))
+
+
+def test_operator_products_equal_the_dense_table(dense):
+    _, table, operator = dense
     assert (operator.k, operator.n_outputs) == table.shape
     rng = np.random.default_rng(7)
     for _ in range(3):
@@ -79,11 +81,8 @@ def test_the_structures_cover_multiples_and_constant_classes(packages):
                for o in range(len(high_low.columns)) for a, n in enumerate(high_low.sizes))
 
 
-@pytest.mark.parametrize("name", list(STRUCTURES))
-def test_em_through_the_operator_equals_em_on_the_table(packages, name):
-    document = packages[name]
-    table = orbit_channel(document).astype(float)
-    operator = OrbitOperator(check_orbit_structure(document))
+def test_em_through_the_operator_equals_em_on_the_table(dense):
+    _, table, operator = dense
     rng = np.random.default_rng(3)
     counts = rng.multinomial(5000, rng.dirichlet(np.ones(operator.k)) @ table)
     dense = maximum_likelihood(counts, table, tolerance=1e-12)
@@ -93,10 +92,9 @@ def test_em_through_the_operator_equals_em_on_the_table(packages, name):
     assert fast.log_likelihood == pytest.approx(dense.log_likelihood, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", list(STRUCTURES))
-def test_spectrum_rank_equals_the_dense_rank(packages, name):
-    table = orbit_channel(packages[name]).astype(float)
-    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages[name])))
+def test_spectrum_rank_equals_the_dense_rank(dense):
+    name, table, operator = dense
+    spectrum = OrbitSpectrum(operator)
     assert np.linalg.matrix_rank(table) == RANKS[name] == spectrum.rank
     assert (spectrum.unidentifiable() is None) == (RANKS[name] == table.shape[0])
 
@@ -198,6 +196,36 @@ def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
     errors = np.array([row["std_error"] for row in summary["estimate"]])
     np.testing.assert_allclose(errors, sd, rtol=0.05)
     assert "Fourier blocks" in summary["interval_method"]
+    assert summary["expected_tv_error"] == pytest.approx(np.sqrt(2 / np.pi) / 2 * errors.sum(), rel=1e-12)
+    assert summary["expected_tv_error"] == pytest.approx(expected, rel=0.05)
+    singular = np.linalg.svd(table, compute_uv=False)
+    assert summary["condition_number"] == pytest.approx(singular[0] / singular[-1], rel=1e-9)
+    assert "warning" not in result.stderr
+
+
+def test_cli_warns_when_the_unbiased_estimate_is_useless(tmp_path):
+    """Classic LDP at k = 1000, eps = 1 (condition number 5.4e4): expected TV error far above 0.5, one warning."""
+    package = tmp_path / "p.json"
+    structure = ClassStructure.classic(1000, 1.0)
+    package.write_text(json.dumps(build_orbit_package(design_symmetric(structure, materialise=False))))
+    operator = OrbitOperator(check_orbit_structure(json.loads(package.read_text())))
+    rng = np.random.default_rng(2)
+    counts = rng.multinomial(50_000, operator.forward(rng.dirichlet(np.ones(1000))))
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n" + "\n".join(map(str, np.repeat(np.arange(operator.n_outputs), counts))) + "\n")
+    for extra in (["--json"], []):
+        result = runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports), *extra])
+        assert result.exit_code == 0, result.output
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+        assert len(warnings) == 1 and "use --estimator mle" in warnings[0] and "condition number" in warnings[0]
+    summary = json.loads(runner.invoke(app, ["estimate", "--mechanism", str(package), "--reports", str(reports),
+                                             "--json"]).stdout)
+    errors = np.array([row["std_error"] for row in summary["estimate"]])
+    assert summary["expected_tv_error"] == pytest.approx(np.sqrt(2 / np.pi) / 2 * errors.sum(), rel=1e-12)
+    assert summary["expected_tv_error"] > 100  # 87 at 10^6 reports, so about 390 at 5 x 10^4
+    assert summary["condition_number"] == pytest.approx(OrbitSpectrum(operator).condition)
+    assert summary["condition_number"] > 1e4
+    assert "expected TV error" in result.stdout  # the text output of the second run
 
 
 def test_cli_refuses_the_linear_inverse_of_a_rank_deficient_orbit_package(packages, tmp_path):
@@ -245,3 +273,119 @@ def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):
                                   "--estimator", "mle"])
     assert refused.exit_code == 2
     assert "no report is in the mechanism's output alphabet" in refused.output and "2 reports outside" in refused.output
+
+
+def _classic_rank(structure) -> int:
+    """``rank Q`` of a classic package by the exact rule (docs/scale.md): k minus the lost frequencies.
+
+    One class of n = k ranks; on orbit o its pattern is h on j ranks then w on the next l
+    (h != w, both > 0). With ``z = e^{2 pi i s / n} != 1``, ``(1 - z) sum_d v(d) z^d =
+    h - (h - w) z^j - w z^{j + l}``, which vanishes iff ``z^j = z^l = 1`` (the two last terms
+    must add up to h in modulus), i.e. iff n divides ``s gcd(j, l)``. A frequency s/n is lost
+    iff it vanishes on every orbit.
+    """
+    n = structure.k
+    lost = np.ones(n, dtype=bool)
+    lost[0] = False  # frequency 0: the row masses, positive
+    for j, l in zip(structure.high, structure.low):
+        step = n // np.gcd(n, np.gcd(j[0], l[0]))
+        lost &= np.arange(n) % step == 0
+    return n - int(lost.sum())
+
+
+@pytest.mark.parametrize("k, eps", [(6, 1.0), (12, 0.5), (30, 1.0), (48, 2.0)])
+def test_classic_rank_equals_numpy_and_the_exact_rule(k, eps):
+    """The SVD rank of the blocks = numpy's matrix_rank of the dense table = the integer rule."""
+    document = build_orbit_package(design_symmetric(ClassStructure.classic(k, eps)))
+    structure = check_orbit_structure(document)
+    operator = OrbitOperator(structure)
+    assert all(band.high != band.low and band.low > 0 for band in operator.bands)  # the rule's premise
+    rank = OrbitSpectrum(operator).rank
+    assert rank == np.linalg.matrix_rank(orbit_channel(document).astype(float)) == _classic_rank(structure)
+
+
+@pytest.mark.parametrize("k, eps, expected", [(1675, 0.5, 1675), (4999, 1.0, 4999), (43_750, 1.0, 43_749)])
+def test_large_classic_ranks_are_not_cut_at_the_square_root_of_eps(k, eps, expected):
+    """A cut on sigma^2 (eigenvalues of Q Q^T) drops well-resolved singular values: 1673, 4993, 41,519."""
+    structure = check_orbit_structure(build_orbit_package(design_symmetric(ClassStructure.classic(k, eps),
+                                                                           materialise=False)))
+    spectrum = OrbitSpectrum(OrbitOperator(structure))
+    assert spectrum.rank == _classic_rank(structure) == expected
+    if expected == k:
+        p = np.random.default_rng(5).dirichlet(np.ones(k))
+        np.testing.assert_allclose(spectrum.estimate(spectrum.operator.forward(p)), p, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", [name for name in STRUCTURES if RANKS[name] < STRUCTURES[name].k])
+def test_library_estimates_refuse_rank_deficient_channels(packages, name):
+    """estimate() and interval() raise the refusal instead of dividing by a zero singular value (NaN)."""
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages[name])))
+    counts = np.arange(1, spectrum.operator.n_outputs + 1)
+    for method in (spectrum.estimate, spectrum.interval):
+        with pytest.raises(ValueError, match=f"rank {RANKS[name]} < k = {STRUCTURES[name].k}"):
+            method(counts)
+
+
+def test_refusal_names_the_classes_of_the_lost_direction(packages):
+    """interleaved4-6 loses one direction at frequency 1/2, shared by both classes' blocks: it lies in class 0 only.
+
+    Independent check: the left null vector of the dense table (x Q = 0) is zero on class 1's members.
+    """
+    structure = STRUCTURES["interleaved4-6"]
+    table = orbit_channel(packages["interleaved4-6"]).astype(float)
+    left, singular, _ = np.linalg.svd(table)
+    assert singular[-1] < 1e-12 * singular[0] and singular[-2] > 1e-3 * singular[0]  # one lost direction
+    null = left[:, -1]
+    assert np.abs(null[structure.members[1]]).max() < 1e-10 < np.abs(null[structure.members[0]]).min()
+    spectrum = OrbitSpectrum(OrbitOperator(check_orbit_structure(packages["interleaved4-6"])))
+    group = next(group for group in spectrum.groups if group.q == 2)
+    assert group.classes.tolist() == [0, 1]  # the frequency's block spans both classes ...
+    assert spectrum.unidentifiable().endswith("frequency 1/2 of the ranks of class(es) 0")  # ... the loss only one
+
+
+def test_column_value_is_the_cell_mass_shared_by_its_columns():
+    """``H n / (2^b T j)`` on each of the ``T j / n`` columns: exact (Fractions) and vectorised alike."""
+    from fractions import Fraction
+
+    from designer.deploy.orbit import column_value
+
+    mass = Fraction(2_474_387_174, 1 << 32)
+    assert column_value(mass, 6, 12, 2) * Fraction(12 * 2, 6) == mass
+    assert column_value(mass, 6, 12, 0) == 0
+    counts = np.array([[2.0, 0.0, 3.0]])
+    vectorised = column_value(np.array([[0.25, 0.5, 0.125]]), np.array([6.0, 4.0, 9.0]), np.array([[36.0]]), counts)
+    np.testing.assert_array_equal(vectorised, [[0.25 * 6 / 72, 0.0, 0.125 * 9 / 108]])
+
+
+@pytest.mark.parametrize("bits", [16, 32])
+def test_operator_reads_the_package_bits(bits):
+    """The cells' denominator is 2^bits from the package (not a class's cell sum): values equal the dense table."""
+    document = build_orbit_package(design_symmetric(STRUCTURES["coupled2-3-5"]), bits)
+    structure = check_orbit_structure(document)
+    assert structure.bits == bits
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(structure)
+    rows = np.array([operator.forward(unit) for unit in np.eye(operator.k)])
+    np.testing.assert_allclose(rows, table, rtol=0, atol=1e-15)
+
+
+def test_em_size_is_refused_before_anything_of_size_m_is_built(tmp_path, monkeypatch):
+    """Classic k = 2001: k x m = 4,004,001 > 4e6. load_mechanism(..., "mle") refuses from the structure's k and m,
+    before the operator's index arrays (or the output labels) exist; the CLI the same way."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(build_orbit_package(design_symmetric(ClassStructure.classic(2001, 1.0),
+                                                                    materialise=False))))
+
+    def no_layout(self):
+        raise AssertionError("the O(m) index arrays were built before the size check")
+
+    monkeypatch.setattr(OrbitOperator, "_layout", no_layout)
+    with pytest.raises(ValueError, match="k = 2001 inputs x 2001 outputs is beyond the EM bootstrap limit"):
+        load_mechanism(path, "mle")
+    reports = tmp_path / "r.csv"
+    reports.write_text("y\n0\n")
+    refused = runner.invoke(app, ["estimate", "--mechanism", str(path), "--reports", str(reports),
+                                  "--estimator", "mle"])
+    assert refused.exit_code == 2 and "beyond the EM bootstrap limit" in refused.output
+    assert "Traceback" not in refused.output and "AssertionError" not in refused.output
+    assert load_mechanism(path, "unbiased").structured.k == 2001  # the unbiased route still loads

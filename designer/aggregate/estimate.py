@@ -20,6 +20,10 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
   package ``A = (Q Q^T)^{-1} Q`` is computed in Fourier blocks of its cyclic columns, with the
   same exact variance (:mod:`designer.aggregate.orbit_unbiased`); it exists only when ``Q`` has
   rank k, which the MI-optimal designs often lack (``--estimator mle`` then).
+  Every unbiased estimate reports its expected TV error ``sqrt(2/pi)/2 sum_x se_x``
+  (:func:`expected_tv_error`) and, for an orbit package, the condition number
+  ``sigma_max / sigma_min`` of ``Q``: an ill-conditioned channel gives an unbiased estimate
+  with huge errors, flagged above :data:`USELESS_TV_ERROR`.
 * ``mle`` — :func:`designer.estimation.maximum_likelihood` (EM); the interval is
   the percentile interval of a nonparametric bootstrap: ``B`` resamples of the
   output counts from Multinomial(n, f), each re-estimated by EM (seeded). A structured
@@ -61,6 +65,10 @@ LISTED_OUTSIDE = 20
 MAX_MLE_ENTRIES = 4_000_000
 #: Bootstrap resamples of the EM interval.
 BOOTSTRAP_SAMPLES = 200
+#: The expected TV error (:func:`expected_tv_error`) above which an unbiased estimate is flagged: half the
+#: largest TV distance between two distributions (1). Classic LDP at k = 1000, eps = 1, as an orbit package
+#: (condition number 5.4e4) has 87 at 10^6 reports.
+USELESS_TV_ERROR = 0.5
 
 
 @dataclass(frozen=True)
@@ -85,9 +93,7 @@ class ReportMechanism:
     @cached_property
     def spectrum(self) -> OrbitSpectrum:
         """An orbit package's ``Q Q^T`` in Fourier blocks (:mod:`designer.aggregate.orbit_unbiased`), built once."""
-        from designer.aggregate.orbit_unbiased import OrbitSpectrum
-
-        return OrbitSpectrum(self.structured)
+        return _spectrum(self.structured)
 
     @property
     def entries(self) -> int:
@@ -95,7 +101,7 @@ class ReportMechanism:
         return len(self.input_labels) * len(self.output_labels)
 
 
-def load_mechanism(path: str | Path) -> ReportMechanism:
+def load_mechanism(path: str | Path, estimator: str | None = None) -> ReportMechanism:
     """A channel CSV (``designer.io.read_channel``) or a package JSON of ``ldp-designer package``.
 
     A package is verified first (``designer.deploy.package.verify_package``: structure,
@@ -103,7 +109,9 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
     ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
     (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised), an ``orbit``
     package (exact structural proof re-run) as its :class:`~designer.deploy.orbit_operator.OrbitOperator`
-    (cyclic interval sums; never materialised).
+    (cyclic interval sums; never materialised). With ``estimator = "mle"`` an orbit package beyond
+    :data:`MAX_MLE_ENTRIES` is refused from its verified structure's k and m, before anything of
+    size m (the output labels, the operator's index arrays) is built.
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -115,7 +123,7 @@ def load_mechanism(path: str | Path) -> ReportMechanism:
         if document.get("kind") in STRUCTURED_KINDS:
             return _structured(document, path)
         if document.get("kind") == "orbit":
-            return _orbit(document, path)
+            return _orbit(document, path, estimator)
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
@@ -145,7 +153,7 @@ def _structured(document: dict, path: Path) -> ReportMechanism:
                            f"package ({document['kind']})", mechanism)
 
 
-def _orbit(document: dict, path: Path) -> ReportMechanism:
+def _orbit(document: dict, path: Path, estimator: str | None) -> ReportMechanism:
     """A verified orbit package as its channel operator; inputs and outputs labelled by index."""
     from designer.deploy.orbit import verify_orbit_package
     from designer.deploy.orbit_operator import OrbitOperator
@@ -157,7 +165,9 @@ def _orbit(document: dict, path: Path) -> ReportMechanism:
         raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
     if not verification.certified:
         raise ValueError(f"{path}: the orbit package's privacy proof does not verify")
-    operator = OrbitOperator(check_orbit_structure(document))
+    operator = OrbitOperator(check_orbit_structure(document))  # bands only: O(k + orbits x classes)
+    if estimator == "mle":
+        _refuse_large_mle(operator.k, operator.n_outputs, operator, lambda: _spectrum(operator))
     return ReportMechanism(None, tuple(str(x) for x in range(operator.k)),
                            tuple(str(j) for j in range(operator.n_outputs)), "package (orbit)", operator)
 
@@ -185,14 +195,32 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
         if reason is not None:
             raise ValueError(f"--estimator unbiased: {reason}; no unbiased estimator exists (the input distribution "
                              "is not identifiable from the reports): use --estimator mle")
-    if estimator == "mle" and mechanism.structured is not None and mechanism.entries > MAX_MLE_ENTRIES:
-        instead = "use --estimator unbiased (exact intervals at any k)"
-        if isinstance(mechanism.structured, OrbitOperator) and mechanism.spectrum.unidentifiable() is not None:
-            instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
-                       "intervals in Python: designer.estimation.maximum_likelihood(counts, "
-                       "designer.deploy.orbit_operator.OrbitOperator(structure))")
-        raise ValueError(f"--estimator mle: k = {len(mechanism.input_labels)} inputs x {len(mechanism.output_labels)} "
-                         f"outputs is beyond the EM bootstrap limit ({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
+    if estimator == "mle" and mechanism.structured is not None:
+        _refuse_large_mle(len(mechanism.input_labels), len(mechanism.output_labels), mechanism.structured,
+                          lambda: mechanism.spectrum)
+
+
+def _refuse_large_mle(k: int, m: int, structured, spectrum) -> None:
+    """Refuse EM's bootstrap on a structured channel of more than :data:`MAX_MLE_ENTRIES` entries.
+
+    ``spectrum``: a callable giving an orbit package's :class:`OrbitSpectrum` (only built when
+    refusing, to say whether ``unbiased`` exists instead).
+    """
+    if k * m <= MAX_MLE_ENTRIES:
+        return
+    instead = "use --estimator unbiased (exact intervals at any k)"
+    if isinstance(structured, OrbitOperator) and spectrum().unidentifiable() is not None:
+        instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
+                   "intervals in Python: designer.estimation.maximum_likelihood(counts, "
+                   "designer.deploy.orbit_operator.OrbitOperator(structure))")
+    raise ValueError(f"--estimator mle: k = {k} inputs x {m} outputs is beyond the EM bootstrap limit "
+                     f"({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
+
+
+def _spectrum(operator: OrbitOperator) -> OrbitSpectrum:
+    from designer.aggregate.orbit_unbiased import OrbitSpectrum
+
+    return OrbitSpectrum(operator)
 
 
 def alphabet_counts(values: list, counts: list[int], output_labels: tuple[str, ...]) -> tuple[np.ndarray, dict]:
@@ -237,6 +265,26 @@ def mle_interval(counts: np.ndarray, channel, confidence: float, samples: int = 
     resampled = np.array([maximum_likelihood(draw, channel, start=None).estimate for draw in draws])
     tail = (1 - confidence) / 2
     return estimate, np.quantile(resampled, tail, axis=0), np.quantile(resampled, 1 - tail, axis=0)
+
+
+def expected_tv_error(errors: np.ndarray) -> float:
+    """``E TV(p_hat, p) ~ sqrt(2 / pi) / 2 * sum_x se_x``: the unbiased estimate's expected TV error.
+
+    Under the normal approximation ``p_hat_x - p_x ~ N(0, se_x^2)``, and ``E|N(0, s^2)| = s sqrt(2/pi)``
+    (the mean of the half-normal distribution); TV is half the L1 distance.
+    """
+    return float(np.sqrt(2 / np.pi) / 2 * np.sum(errors))
+
+
+def accuracy_warning(entry: dict) -> str | None:
+    """A one-line warning when an unbiased estimate's expected TV error exceeds :data:`USELESS_TV_ERROR`."""
+    error = entry.get("expected_tv_error")
+    if error is None or error <= USELESS_TV_ERROR:
+        return None
+    condition = entry.get("condition_number")
+    cause = f" (condition number of Q: {condition:.3g})" if condition is not None else ""
+    return (f"the unbiased estimate's expected TV error is {error:.3g} > {USELESS_TV_ERROR}{cause}: it says little "
+            "about the distribution; use --estimator mle (or more reports)")
 
 
 def interval_level(confidence: float, family: int, estimator: str) -> float:
@@ -289,9 +337,12 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
                       "transforms")
         z = NormalDist().inv_cdf(0.5 + level / 2)
         low, high = estimate - z * errors, estimate + z * errors
+        accuracy = {"expected_tv_error": expected_tv_error(errors)}
+        if isinstance(mechanism.structured, OrbitOperator):
+            accuracy["condition_number"] = mechanism.spectrum.condition
     else:
         estimate, low, high = mle_interval(inside, mechanism.channel, level, seed=seed)
-        errors = None
+        errors, accuracy = None, {}
         method = f"bootstrap percentile, {BOOTSTRAP_SAMPLES} resamples (seed {seed})"
     if family > 1:
         method += (f"; simultaneous over {family} intervals: each at level {level:.6g} "
@@ -304,6 +355,7 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         "estimator": estimator,
         "confidence": confidence,
         "interval_method": method,
+        **accuracy,
         "estimate": [
             {"input": label, "value": float(estimate[i]), "low": float(low[i]), "high": float(high[i]),
              **({"std_error": float(errors[i])} if errors is not None else {})}

@@ -22,8 +22,12 @@ per frequency, over the classes whose size ``phi`` divides (at most r x r). Henc
   the rank-0 member of class a, so ``sum_y A_xy^2 f_y`` is one cyclic correlation of ``r_a(o)^2``
   with ``f_o`` per class and orbit (FFT).
 
-Cost: ``O(sum_a n_a log n_a + sum_o T_o log T_o)`` for the transforms, one eigendecomposition of
-an r x r block per frequency, and ``O(r m log m)`` for the variances; ``Q`` is never materialised.
+Since ``G_phi = conj(B_phi) B_phi^T``, the singular values of ``Q`` are those of the ``B_phi``:
+each block is solved through the SVD of ``B_phi`` and the rank counted on it
+(:class:`OrbitSpectrum`).
+
+Cost: ``O(sum_a n_a log n_a + sum_o T_o log T_o)`` for the transforms, one SVD of an
+r x (orbits) block per frequency, and ``O(r m log m)`` for the variances; ``Q`` is never materialised.
 The dense ``lstsq`` and ``pinv`` of :mod:`designer.estimation` are the reference in the tests.
 """
 
@@ -38,29 +42,57 @@ from designer.deploy.orbit_operator import OrbitOperator
 
 @dataclass(frozen=True)
 class _Frequencies:
-    """The frequencies ``num / q`` (``gcd(num, q) = 1``) of one denominator q, with their blocks."""
+    """The frequencies ``num / q`` (``gcd(num, q) = 1``) of one denominator q, with their blocks.
+
+    ``transfer = U diag(sigma) V^H`` per frequency (reduced SVD, ``min(classes, orbits)`` values).
+    """
 
     q: int
     numerators: np.ndarray  # (f,)
     classes: np.ndarray  # the classes a with q | n_a
     orbits: np.ndarray  # the orbits o with q | T_o
     transfer: np.ndarray  # B_phi, (f, classes, orbits)
-    values: np.ndarray  # eigenvalues of G_phi, (f, classes)
-    vectors: np.ndarray  # eigenvectors of G_phi, (f, classes, classes)
+    left: np.ndarray  # U, (f, classes, r)
+    sigma: np.ndarray  # singular values of B_phi, (f, r), r = min(classes, orbits)
+    right: np.ndarray  # V^H, (f, r, orbits)
 
-    def inverse(self, right: np.ndarray) -> np.ndarray:
-        """``G_phi^{-1} right`` for a stack ``right`` of shape (f, classes)."""
-        rotated = np.einsum("fca,fc->fa", self.vectors.conj(), right) / self.values
-        return np.einsum("fca,fa->fc", self.vectors, rotated)
+    def lost(self, tolerance: float) -> np.ndarray:
+        """Per frequency, the directions of its classes' modes the reports cannot see (classes minus kept values)."""
+        return self.classes.size - (self.sigma > tolerance).sum(axis=1)
+
+    def solve(self, observed: np.ndarray) -> np.ndarray:
+        """``G_phi^{-1} conj(B_phi) y = conj(U) diag(1 / sigma) V^T y`` for a stack y of shape (f, orbits)."""
+        rotated = np.einsum("fro,fo->fr", np.conj(self.right), observed) / self.sigma
+        return np.einsum("fcr,fr->fc", np.conj(self.left), rotated)
+
+    def dual(self, unit: np.ndarray) -> np.ndarray:
+        """``B_phi^T G_phi^{-1} e = conj(V) diag(1 / sigma) U^T e`` for a stack e of shape (f, classes)."""
+        rotated = np.einsum("fcr,fc->fr", self.left, unit) / self.sigma
+        return np.einsum("fro,fr->fo", self.right, rotated)
 
 
 class OrbitSpectrum:
-    """The block-diagonal form of ``Q Q^T`` of an orbit package (module docstring).
+    """The block-diagonal form of ``Q`` of an orbit package (module docstring), and its rank.
+
+    The singular values of ``Q`` are those of the blocks ``B_phi`` (``Q`` is block diagonal
+    in unitary Fourier bases), so :attr:`rank` applies to them the rule of
+    ``numpy.linalg.matrix_rank``: a singular value counts iff it exceeds
+    ``sigma_max * max(k, m) * eps`` (Press et al., *Numerical Recipes*, 2nd ed., sec. 2.6; the
+    default of ``matrix_rank``), and each block is solved through its SVD, never through the
+    Gram matrix ``G_phi`` (whose eigenvalues are ``sigma^2``: a cut on them would drop every
+    ``sigma / sigma_max <= sqrt(max(k, m) eps)``, and its inverse squares the condition number).
 
     Parameters
     ----------
     operator : OrbitOperator
         The package's channel (its bands: per orbit and class, the counts j, l and the values).
+
+    Attributes
+    ----------
+    tolerance : float
+        ``sigma_max * max(k, m) * eps``.
+    condition : float
+        ``sigma_max / sigma_min`` of ``Q`` over the singular values kept (``inf`` if none is).
     """
 
     def __init__(self, operator: OrbitOperator):
@@ -84,34 +116,56 @@ class OrbitSpectrum:
                     if (o, a) in patterns:
                         spectrum = patterns[o, a][numerators * (sizes[a] // q)]
                         transfer[:, c, column] = spectrum * np.sqrt(periods[o] / sizes[a])
-            gram = np.conj(transfer) @ np.transpose(transfer, (0, 2, 1))
-            values, vectors = np.linalg.eigh(gram)
-            self.groups.append(_Frequencies(q, numerators, classes, orbits, transfer, values, vectors))
-        largest = max(float(group.values.max()) for group in self.groups)
+            left, sigma, right = np.linalg.svd(transfer, full_matrices=False)
+            self.groups.append(_Frequencies(q, numerators, classes, orbits, transfer, left, sigma, right))
+        values = np.concatenate([group.sigma.ravel() for group in self.groups])
+        largest = float(values.max()) if values.size else 0.0
         self.tolerance = largest * max(operator.k, operator.n_outputs) * np.finfo(float).eps
+        kept = values[values > self.tolerance]
+        self.condition = largest / float(kept.min()) if kept.size else np.inf
 
     @property
     def rank(self) -> int:
-        """``rank Q``: k minus the block eigenvalues at most :attr:`tolerance` (each is one lost direction)."""
-        return self.operator.k - sum(int((group.values <= self.tolerance).sum()) for group in self.groups)
+        """``rank Q``: the singular values of the blocks above :attr:`tolerance` (class docstring)."""
+        return self.operator.k - sum(int(group.lost(self.tolerance).sum()) for group in self.groups)
 
     def unidentifiable(self) -> str | None:
-        """None if ``rank Q = k``; else the rank and the first frequency whose block is singular."""
+        """None if ``rank Q = k``; else the rank, the first frequency that loses a direction, and its classes.
+
+        The lost direction is a left singular vector of ``B_phi`` (a combination of the classes'
+        modes of that frequency) whose singular value is at most :attr:`tolerance`; the message
+        names the classes with a weight above 1e-8 in it.
+        """
         for group in self.groups:
-            singular = np.argwhere(group.values <= self.tolerance)
-            if singular.size:
-                classes = ", ".join(str(int(a)) for a in group.classes)
-                return (f"the channel has rank {self.rank} < k = {self.operator.k}: Q Q^T is singular at frequency "
-                        f"{group.numerators[singular[0][0]]}/{group.q} of the cyclic ranks of class(es) {classes}")
+            lost = np.flatnonzero(group.lost(self.tolerance))
+            if lost.size:
+                f = lost[0]
+                left, sigma, _ = np.linalg.svd(group.transfer[f])  # full U: its null columns too
+                direction = left[:, int((sigma > self.tolerance).sum())]
+                classes = ", ".join(str(int(a)) for a in group.classes[np.abs(direction) > 1e-8])
+                return (f"the channel has rank {self.rank} < k = {self.operator.k}: the reports cannot see the "
+                        f"cyclic mode of frequency {group.numerators[f]}/{group.q} of the ranks of class(es) {classes}")
         return None
 
     def estimate(self, counts) -> np.ndarray:
-        """``p_hat = (Q Q^T)^{-1} Q f`` with ``f`` the output frequencies of ``counts``."""
+        """``p_hat = (Q Q^T)^{-1} Q f`` with ``f`` the output frequencies of ``counts``.
+
+        Raises
+        ------
+        ValueError
+            ``rank Q < k`` (:meth:`unidentifiable`): no unbiased estimator exists.
+        """
         counts = np.asarray(counts, dtype=float)
         return self._solve(counts / counts.sum())
 
     def interval(self, counts) -> tuple[np.ndarray, np.ndarray]:
-        """The unbiased estimate and its exact plug-in standard errors ``sqrt(diag Cov)`` (module docstring)."""
+        """The unbiased estimate and its exact plug-in standard errors ``sqrt(diag Cov)`` (module docstring).
+
+        Raises
+        ------
+        ValueError
+            ``rank Q < k``, as :meth:`estimate`.
+        """
         counts = np.asarray(counts, dtype=float)
         n = counts.sum()
         frequencies = counts / n
@@ -136,6 +190,9 @@ class OrbitSpectrum:
 
     # ------------------------------------------------------------ transforms
     def _solve(self, frequencies: np.ndarray) -> np.ndarray:
+        reason = self.unidentifiable()
+        if reason is not None:  # a lost direction has sigma ~ 0: dividing by it gives NaN or noise
+            raise ValueError(f"no unbiased estimator: {reason}")
         op = self.operator
         outputs = [np.fft.fft(frequencies[op.offsets[o]: op.offsets[o + 1]]) / np.sqrt(period)
                    for o, period in enumerate(op.periods)]
@@ -143,7 +200,7 @@ class OrbitSpectrum:
         for group in self.groups:
             observed = np.stack([outputs[o][group.numerators * (op.periods[o] // group.q)] for o in group.orbits],
                                 axis=1) if group.orbits.size else np.zeros((group.numerators.size, 0), complex)
-            modes = group.inverse(np.einsum("fco,fo->fc", np.conj(group.transfer), observed))
+            modes = group.solve(observed)
             for c, a in enumerate(group.classes):
                 spectra[a][group.numerators * (op.sizes[a] // group.q)] = modes[:, c]
         estimate = np.empty(op.k)
@@ -161,7 +218,7 @@ class OrbitSpectrum:
                 continue
             unit = np.zeros((group.numerators.size, group.classes.size), dtype=complex)
             unit[:, where[0]] = 1.0 / np.sqrt(op.sizes[a])  # the modes of e_(a, 0)
-            modes = np.einsum("fco,fc->fo", group.transfer, group.inverse(unit))
+            modes = group.dual(unit)
             for column, o in enumerate(group.orbits):
                 spectra[o][group.numerators * (op.periods[o] // group.q)] = modes[:, column]
         return np.concatenate([(np.sqrt(spectrum.size) * np.fft.ifft(spectrum)).real for spectrum in spectra])

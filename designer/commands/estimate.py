@@ -32,7 +32,8 @@ def estimate_command(
     """Estimate the input distribution from REPORTS; reports outside the output alphabet are counted and shown."""
     from rich.console import Console
 
-    from designer.aggregate.estimate import check_confidence, check_estimator, estimate_groups, load_mechanism
+    from designer.aggregate.estimate import (accuracy_warning, check_confidence, check_estimator, estimate_groups,
+                                             load_mechanism)
     from designer.aggregate.filters import check_where, parse_by
     from designer.aggregate.increments import check_counts_outside, count_increment, write_counts
     from designer.aggregate.sources import resolve_reports
@@ -42,7 +43,7 @@ def estimate_command(
     check_confidence(confidence)
     groups = parse_by(by)
     where_sql = check_where(where) if where else None
-    loaded = load_mechanism(mechanism)
+    loaded = load_mechanism(mechanism, estimator)  # an orbit package too large for EM: refused before O(m) work
     check_estimator(loaded, estimator)  # before counting: refusing after a 10^9-report count wastes it
     if save_counts is not None:
         from designer.io.writing import check_destinations
@@ -65,13 +66,19 @@ def estimate_command(
         if "error" in result:
             raise ValueError(result["error"])
     result.update(extra)
+    entries = result["groups"] if groups else [result]
+    for entry in entries:
+        warning = accuracy_warning(entry)
+        if warning is not None:
+            label = ", ".join(f"{key}={value}" for key, value in entry.get("by", {}).items())
+            typer.echo(f"warning: {label + ': ' if label else ''}{warning}", err=True)
     if as_json:
         print_json(result)
         return
     console = Console(soft_wrap=True)
     console.print(f"{counted.total} reports counted with {counted.engine} in {counted.seconds:.2f} s"
                   + (f" in {len(result['groups'])} groups by {', '.join(groups)}" if groups else ""))
-    for entry in result["groups"] if groups else [result]:
+    for entry in entries:
         _print_group(console, entry, estimator, confidence)
 
 
@@ -104,6 +111,10 @@ def _print_group(console, entry: dict, estimator: str, confidence: float) -> Non
     for row in rows:
         table.add_row(escape(row["input"]), f"{row['value']:.6f}", f"{row['low']:.6f}", f"{row['high']:.6f}")
     console.print(table)
+    if "expected_tv_error" in entry:
+        condition = f"; condition number of Q {entry['condition_number']:.3g}" if "condition_number" in entry else ""
+        console.print(f"{escape(prefix)}expected TV error {entry['expected_tv_error']:.3g} "
+                      f"(normal approximation, sqrt(2/pi)/2 x the sum of the standard errors){condition}")
 
 
 def register(app: typer.Typer) -> None:

@@ -45,12 +45,14 @@ import numpy as np
 
 from designer.deploy.sampler import (
     FORMAT,
+    MAX_ORBIT_CHECKS,
     SCHEMA_VERSION,
     OrbitStructure,
     PackageError,
     PackageTampered,
     check_common,
     check_orbit_structure,
+    most_orbits,
     verify_digest,
 )
 from designer.deploy.structured import HadamardVerification, _recheck, _sealed
@@ -77,12 +79,20 @@ def build_orbit_package(design, bits: int = 32) -> dict:
     Raises
     ------
     ValueError
-        The design is not certified, or no slack up to ``4096 * 2^-(bits/2)`` rounds to a proved package.
+        The design is not certified, has more support orbits than a package may hold
+        (:func:`designer.deploy.sampler.most_orbits`), or no slack up to ``4096 * 2^-(bits/2)`` rounds
+        to a proved package.
     """
     check_bits(bits)
     if not design.certified:
         raise ValueError("only a certified design can be packaged")
     structure = design.structure
+    most = most_orbits(structure.r)
+    if len(design.support) > most:
+        raise ValueError(f"the design has {len(design.support)} support orbits over {structure.r} classes; an orbit "
+                         f"package holds at most {most} with {structure.r} classes (its exact proof compares every "
+                         f"class pair in every orbit: at most {MAX_ORBIT_CHECKS} comparisons), so this design has "
+                         "no orbit package")
     high = np.array([column.high for column in design.support], dtype=np.int64)
     low = np.array([column.low for column in design.support], dtype=np.int64)
     periods = [int(column.columns) for column in design.support]
@@ -145,12 +155,26 @@ def orbit_information(sizes, periods, high, low, mass_high, mass_low) -> float:
     k = sizes.sum()
     periods = np.asarray(periods, dtype=float)[:, None]
     high, low = np.asarray(high, dtype=float), np.asarray(low, dtype=float)
+    value_high = column_value(np.asarray(mass_high, dtype=float), sizes, periods, high)
+    value_low = column_value(np.asarray(mass_low, dtype=float), sizes, periods, low)
     with np.errstate(divide="ignore", invalid="ignore"):
-        value_high = np.where(high > 0, np.asarray(mass_high, dtype=float) * sizes / (periods * high), 0.0)
-        value_low = np.where(low > 0, np.asarray(mass_low, dtype=float) * sizes / (periods * low), 0.0)
         column = (high * value_high + low * value_low).sum(axis=1, keepdims=True) / k
         terms = (high * _plogq(value_high, column) + low * _plogq(value_low, column)).sum(axis=1)
     return float((periods[:, 0] * terms).sum() / k)
+
+
+def column_value(mass, n, period, count):
+    """``mass n / (T count)``: the value of one column of an orbit where a member of the class is high (or low).
+
+    A member of a class of n ranks is high on ``j`` of every n consecutive columns (the cyclic
+    window, module docstring), so on ``T j / n`` of the orbit's T columns, sharing the cell's
+    mass ``H / 2^b`` equally: each gets ``H n / (2^b T j)``. 0 where ``count = 0`` (no such
+    column). ``mass`` a Fraction with integer n, T, count (exact), or float arrays (broadcast).
+    """
+    if isinstance(count, np.ndarray):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(count > 0, mass * n / (period * count), 0.0)
+    return mass * n / (period * count) if count else 0 * mass
 
 
 def _plogq(value: np.ndarray, column: np.ndarray) -> np.ndarray:
@@ -261,7 +285,7 @@ def orbit_channel(document: dict) -> np.ndarray:
 # ------------------------------------------------------------------ helpers
 def _fractions(structure: OrbitStructure, values: bool = False) -> tuple[list, list]:
     """Per orbit and class: the cell masses ``H / 2^b``, ``L / 2^b`` (or, ``values``, the column values)."""
-    total = _total(structure)
+    total = 1 << structure.bits  # every class's cells sum to it (checked by the structure check)
     highs, lows = [], []
     for o, period in enumerate(structure.columns):
         row_high, row_low = [], []
@@ -270,18 +294,12 @@ def _fractions(structure: OrbitStructure, values: bool = False) -> tuple[list, l
             mass_high = Fraction(structure.cells_high[o][a], total)
             mass_low = Fraction(structure.cells_low[o][a], total)
             if values:
-                mass_high = mass_high * n / (period * j) if j else Fraction(0)
-                mass_low = mass_low * n / (period * l) if l else Fraction(0)
+                mass_high, mass_low = column_value(mass_high, n, period, j), column_value(mass_low, n, period, l)
             row_high.append(mass_high)
             row_low.append(mass_low)
         highs.append(row_high)
         lows.append(row_low)
     return highs, lows
-
-
-def _total(structure: OrbitStructure) -> int:
-    """``2^bits``: every class's cells sum to it (checked by the structure check)."""
-    return sum(structure.cells_high[o][0] + structure.cells_low[o][0] for o in range(len(structure.columns)))
 
 
 def _ranges(members: np.ndarray) -> list[list[str]]:

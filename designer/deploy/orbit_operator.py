@@ -1,7 +1,8 @@
 """The channel of an ``orbit`` package as a linear operator: ``p @ Q`` and ``Q @ w`` without the k x m table.
 
 An orbit package (:mod:`designer.deploy.orbit`) puts, in column t of orbit o, the value
-``h_a = H n_a / (2^b T j_a)`` on the members of class a at ranks ``i`` with
+``h_a = H n_a / (2^b T j_a)`` (:func:`designer.deploy.orbit.column_value`) on the members of class a
+at ranks ``i`` with
 ``(i - t) mod n_a < j_a``, ``w_a = L n_a / (2^b T l_a)`` on the next ``l_a`` ranks and 0 on
 the rest. Both ranks and columns are cyclic, so each product is a sum of cyclic interval
 sums, computed from prefix sums in ``O(sum_o T_o r_o + k)`` (``r_o`` the classes with a
@@ -25,9 +26,11 @@ A class constant on an orbit (all members high, or all low) needs no special cas
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
+from designer.deploy.orbit import column_value
 from designer.deploy.sampler import OrbitStructure
 
 
@@ -74,7 +77,7 @@ class OrbitOperator:
         self.periods = [int(period) for period in structure.columns]
         self.offsets = np.concatenate([[0], np.cumsum(self.periods)]).astype(np.int64)
         self.members = _members(structure)
-        total = float(sum(structure.cells_high[o][0] + structure.cells_low[o][0] for o in range(len(self.periods))))
+        total = 1 << structure.bits  # every class's cells sum to 2^bits
         self.bands = []
         for o, period in enumerate(self.periods):
             for a, n in enumerate(self.sizes):
@@ -82,13 +85,16 @@ class OrbitOperator:
                 cell_high, cell_low = int(structure.cells_high[o][a]), int(structure.cells_low[o][a])
                 if cell_high == 0 and cell_low == 0:
                     continue  # class a never reports orbit o: a zero block
-                high = cell_high * n / (total * period * j) if j else 0.0
-                low = cell_low * n / (total * period * l) if l else 0.0
+                high = float(column_value(Fraction(cell_high, total), n, period, j))
+                low = float(column_value(Fraction(cell_low, total), n, period, l))
                 self.bands.append(_Band(o, a, j, l, high, low))
-        self._layout()
+        self._laid_out = False
 
     def _layout(self) -> None:
-        """Index arrays of every band (class docstring), built once (every class has a band: its cells sum to 2^b)."""
+        """Index arrays of every band (class docstring), built at the first product (every class has a band: its
+        cells sum to 2^b). They take ``O(m + k)`` memory: a size check on :attr:`n_outputs` runs before."""
+        if self._laid_out:
+            return
         class_start = np.concatenate([[0], np.cumsum([2 * n for n in self.sizes])])  # doubled ranks, forward prefix
         self._doubled_members = np.concatenate([np.concatenate([members, members]) for members in self.members])
         forward, adjoint, fold_start = [], [], 0  # fold_start: the band's folded weights (n), then doubled (2n)
@@ -108,9 +114,11 @@ class OrbitOperator:
          self._f_low) = (np.concatenate(parts) for parts in zip(*forward))
         (self._a_fold, self._a_column, self._a_doubled, self._a_end, self._a_member, self._a_j, self._a_l,
          self._a_high, self._a_low) = (np.concatenate(parts) for parts in zip(*adjoint))
+        self._laid_out = True
 
     def forward(self, p) -> np.ndarray:
         """``p @ Q``: the output distribution (length ``n_outputs``) of the input distribution ``p``."""
+        self._layout()
         prefix = np.concatenate([[0.0], np.cumsum(np.asarray(p, dtype=float)[self._doubled_members])])
         first, middle = prefix[self._f_first], prefix[self._f_first + self._f_j]
         last = prefix[self._f_first + self._f_j + self._f_l]
@@ -119,6 +127,7 @@ class OrbitOperator:
 
     def adjoint(self, w) -> np.ndarray:
         """``Q @ w``: for every input x, ``sum_y Q(y|x) w_y`` (length ``k``)."""
+        self._layout()
         folded = np.bincount(self._a_fold, weights=np.asarray(w, dtype=float)[self._a_column], minlength=self._folds)
         prefix = np.concatenate([[0.0], np.cumsum(folded[self._a_doubled])])
         end, middle = prefix[self._a_end], prefix[self._a_end - self._a_j]

@@ -354,6 +354,14 @@ def check_high_low_structure(document: dict) -> tuple[int, list[int], int, int]:
     return k, sensitive, _coin(document), keep
 
 
+def most_orbits(r: int) -> int:
+    """Most support orbits of an ``orbit`` package with r classes.
+
+    Bounded by :data:`MAX_ORBIT_CELLS` (classes x orbits) and :data:`MAX_ORBIT_CHECKS` (orbits x classes^2).
+    """
+    return min(MAX_ORBIT_CELLS // r, MAX_ORBIT_CHECKS // (r * r))
+
+
 @dataclass(frozen=True)
 class OrbitStructure:
     """The checked members of an ``orbit`` package (see :func:`check_orbit_structure`)."""
@@ -366,6 +374,7 @@ class OrbitStructure:
     low: list  # l[o][a]
     cells_high: list  # H[o][a]
     cells_low: list  # L[o][a]
+    bits: int  # every class's cells sum to 2^bits
 
     @property
     def k(self) -> int:
@@ -445,7 +454,7 @@ def check_orbit_structure(document: dict) -> OrbitStructure:
             isinstance(row, list) and len(row) == r and all(isinstance(level, str) for level in row) for row in levels):
         raise PackageError(f"class_E must be {r} x {r} level texts (one row and column per class)")
     orbits = document["orbits"]
-    most = min(MAX_ORBIT_CELLS // r, MAX_ORBIT_CHECKS // (r * r))
+    most = most_orbits(r)
     if not isinstance(orbits, list) or not orbits or len(orbits) > most:
         raise PackageError(f"orbits must be a non-empty list of at most {most} orbits with {r} classes "
                            "(the proof compares every class pair in every orbit)")
@@ -478,7 +487,7 @@ def check_orbit_structure(document: dict) -> OrbitStructure:
         if mass != total:
             raise PackageError(f"the cells of class {a} sum to {mass}, not 2^{document['bits']} = {total}")
     return OrbitStructure(ranges, sizes, levels, parsed["columns"], parsed["high"], parsed["low"],
-                          parsed["cells_high"], parsed["cells_low"])
+                          parsed["cells_high"], parsed["cells_low"], document["bits"])
 
 
 def _coin(document: dict) -> int:
