@@ -42,8 +42,12 @@ a two-output package the clone bound stands, never below the table analysis's.
 
 Cost: per class pair, one correlation of length g per orbit where both classes vary (FFT,
 rounded to the exact integers it computes), vectorised work over the offsets, and per group
-one convolution per class and orbit for the test; class pairs with equal numbers (equal
-blocks) are computed once.
+one convolution per orbit of the pair and *kind* of class met there (size, counts and values
+on those orbits: classes of one kind give the same candidates); a class whose values are 0 on
+all of the pair's orbits is one closed-form candidate (masses exactly ``(0, 0)``, never meeting
+the pair). Class pairs with equal numbers (equal blocks) are computed once. The work is counted
+before it is done (the class pairs up front, the tests once grouped) and an analysis above
+:data:`MAX_WORK_UNITS` (about a minute) is refused.
 """
 
 from __future__ import annotations
@@ -65,6 +69,11 @@ HIGH, LOW, ZERO = 0, 1, 2
 MAX_OFFSET_CELLS = 1 << 25
 #: Most columns of one orbit's joint period (pair and other user) spelt out to choose the test's other input.
 MAX_TEST_COLUMNS = 1 << 22
+#: Most work units of one analysis (about a minute on one core): an element of an array, or a
+#: class pair's or convolution's fixed cost (:data:`PAIR_UNITS`, :data:`CALL_UNITS`).
+MAX_WORK_UNITS = 6 * 10**9
+#: Units of a class pair's fixed cost (its signature, counts and groups) and of one orbit's convolutions.
+PAIR_UNITS, CALL_UNITS = 20_000, 20_000
 
 
 def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
@@ -91,7 +100,10 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     kinds: dict = {}  # a class's size, counts and values on an orbit, numbered
     kind = [[kinds.setdefault((sizes[a], structure.high[o][a], structure.low[o][a], values[o][a]), len(kinds))
              for a in range(r)] for o in range(len(values))]
-    classes, known = [], {}
+    # up-front: the class pairs' signatures (r numbers per orbit each); the tests are counted once grouped
+    pair_work = r * (r + 1) // 2 * PAIR_UNITS + r * (r + 1) * sum(map(sum, active))
+    _within_budget(pair_work, f"{r} classes, {r * (r + 1) // 2:,} class pairs")
+    known, order = {}, []
     for a in range(r):
         for b in range(a, r):
             if a == b and sizes[a] < 2:
@@ -106,8 +118,19 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
                 (structure.columns[o], kind[o][a], kind[o][b], everyone[o], joined and joined[o]) for o in orbits)
             if signature not in known:
                 known[signature] = _class_pair(structure, values, a, b, orbits, everyone, joined, protected)
-            prefix = f"x in class {a}, x' in class {b}"
-            classes.extend(dataclasses.replace(pair, name=prefix + pair.name) for pair in known[signature])
+            order.append((a, b, signature))
+    # the lower-bound tests: per group, one convolution per kind of class met on the pair's orbits
+    met = {signature: _met_kinds(kind, active, groups[0].pair, groups[0].orbits) if groups else ([], True)
+           for signature, groups in known.items()}
+    test_work = sum(len(groups) * _test_units(structure, met[signature][0], groups[0].pair, groups[0].orbits)
+                    for signature, groups in known.items() if groups)
+    _within_budget(pair_work + test_work, f"{sum(map(len, known.values())):,} groups of rank offsets to test")
+    finished = {signature: [group.finish(structure, values, *met[signature]) for group in groups]
+                for signature, groups in known.items()}
+    classes = []
+    for a, b, signature in order:
+        prefix = f"x in class {a}, x' in class {b}"
+        classes.extend(dataclasses.replace(pair, name=prefix + pair.name) for pair in finished[signature])
     return classes
 
 
@@ -198,11 +221,68 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits:
         shares = [_value(share_all, key[2]), _value(share_near, key[3])]
         name = "" if len(groups.T) == 1 else (
             f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)")
-        result.append(_pair_class(name, ratios, shares, tv[worst], slack, protected,
-                                  _test(structure, values, a, b, orbits, int(offsets[worst]),
-                                        flat[:, worst], counts.reshape(len(cells), -1)[:, worst], first, second),
-                                  joined is not None))
+        result.append(_Group(name, ratios, shares, float(tv[worst]), slack, protected, joined is not None, (a, b),
+                             orbits, int(offsets[worst]), flat[:, worst], counts.reshape(len(cells), -1)[:, worst],
+                             first, second))
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """A group of rank offsets of one class pair, its numbers known, its lower-bound test to run (largest TV's)."""
+
+    name: str
+    ratios: list
+    shares: list
+    tv: float
+    slack: float
+    protected: tuple[bool, bool]
+    same_component: bool
+    pair: tuple[int, int]
+    orbits: list
+    offset: int
+    met: np.ndarray
+    counts: np.ndarray
+    first: list
+    second: list
+
+    def finish(self, structure: OrbitStructure, values: list, kinds: list, silent: bool) -> PairClass:
+        """The pair class, with the test over one class of each kind met and a silent class (:func:`_met_kinds`)."""
+        test = _test(structure, values, *self.pair, self.orbits, self.offset, self.met, self.counts, self.first,
+                     self.second, kinds, silent)
+        return _pair_class(self.name, self.ratios, self.shares, self.tv, self.slack, self.protected, test,
+                           self.same_component)
+
+
+def _met_kinds(kind: list, active: list, pair: tuple[int, int], orbits: list) -> tuple[list[int], bool]:
+    """One class of each kind (size, counts, values on each of ``orbits``) with a positive value there, and whether a
+    *silent* class exists (0 on all of them: its test masses are exactly ``(0, 0)`` and it never meets the pair).
+    Classes of one kind give the same test candidates, so one of each stands for all (exact)."""
+    representatives, silent = {}, False
+    for c in range(len(kind[0]) if kind else 0):
+        if any(active[o][c] for o in orbits):
+            representatives.setdefault(tuple(kind[o][c] for o in orbits), c)
+        else:
+            silent = True
+    return list(representatives.values()), silent
+
+
+def _test_units(structure: OrbitStructure, kinds: list, pair: tuple[int, int], orbits: list) -> int:
+    """Work units of one group's test (:data:`MAX_WORK_UNITS`): per class met and orbit, its joint period."""
+    units = 0
+    for o in orbits:
+        period = math.lcm(*(_pattern(structure, o, d).size for d in pair))
+        for c in kinds:
+            joint = math.lcm(period, _pattern(structure, o, c).size)
+            units += CALL_UNITS + (joint + structure.sizes[c] if joint <= MAX_TEST_COLUMNS else 0)
+    return units
+
+
+def _within_budget(units: int, what: str) -> None:
+    """Refuse (one line) an analysis above :data:`MAX_WORK_UNITS`."""
+    if units > MAX_WORK_UNITS:
+        raise ValueError(f"the orbit package's shuffle analysis needs {units:,} work units ({what}): more than "
+                         f"the {MAX_WORK_UNITS:,} (about a minute) it may spend")
 
 
 def _ratio(x: Fraction, y: Fraction) -> Fraction | None:
@@ -235,10 +315,10 @@ def _value(candidates: list, rank: int) -> Fraction | None:
 
 
 def _test(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, offset: int, met: np.ndarray,
-          counts: np.ndarray, first: list, second: list) -> tuple:
+          counts: np.ndarray, first: list, second: list, kinds: list, silent: bool) -> tuple:
     """``(R(Y+), R(Y-))``, ``(R'(Y+), R'(Y-))`` of one offset's pair, and ``(Q[z,Y+], Q[z,Y-])`` of the other users'
     input: the one whose reports fall least in ``Y+ | Y-`` (worst case), and among the inputs whose reports
-    meet x's or x''s (under the population assumption)."""
+    meet x's or x''s (under the population assumption); ``kinds`` and ``silent`` from :func:`_met_kinds`."""
     plus = [i for i in np.flatnonzero(met) if first[i] > second[i]]
     minus = [i for i in np.flatnonzero(met) if first[i] < second[i]]
 
@@ -249,8 +329,8 @@ def _test(structure: OrbitStructure, values: list, a: int, b: int, orbits: list,
     test_second = (mass(second, plus), mass(second, minus))
     # x and x' themselves are candidates (they meet their own reports); so is every member of every class
     held = min(test_first, test_second, key=sum)
-    candidates = [(sum(held), held, True)]
-    for c in range(len(structure.sizes)):
+    candidates = [(sum(held), held, True)] + ([(0.0, (0.0, 0.0), False)] if silent else [])
+    for c in kinds:
         events = _other_masses(structure, values, a, b, orbits, offset, c)
         if events is None:
             continue
