@@ -305,3 +305,19 @@ def test_an_analysis_above_the_work_budget_is_refused_in_one_line(tmp_path, monk
     refused = runner.invoke(app, ["shuffle", "--package", str(path), "--n", "1000", "--delta", "1e-6"])
     assert refused.exit_code == 2 and "2 classes, 3 class pairs" in refused.output
     assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1
+
+
+def test_the_other_users_test_masses_are_exact_counts_times_values():
+    """Class 0 never reports where x and x' differ with a positive value: its masses are exactly 0 (not FFT noise),
+    so the population route of the lower bound sees that the other users' reports never enter the test."""
+    from designer.deploy.sampler import OrbitStructure
+
+    structure = OrbitStructure([(0, 0, 0, 0), (1, 2, 1, 0), (3, 4, 0, 1), (5, 5, 1, 2), (6, 6, 0, 3), (7, 7, 1, 3),
+                                (8, 9, 0, 4)], [6, 4], [["60", "inf"], ["60", "inf"]], [12, 1], [[0, 3], [6, 0]],
+                               [[2, 1], [0, 4]], [[0, 403575], [507383, 0]], [[541193, 295894], [0, 349107]])
+    pairs = {pair.name: pair for pair in orbit_pairs(structure)}
+    same = pairs["x in class 0, x' in class 0"]
+    assert same.test_all == (0.0, 0.0) and same.test_class == (0.0, 0.0)
+    # the two events hold the same counts of z's values: equal sums (FFT noise put them 1 ulp apart)
+    other = pairs["x in class 1, x' in class 1"]
+    assert other.test_all[0] == other.test_all[1] > 0

@@ -33,8 +33,8 @@ bound is the table analysis's bound of its largest-TV pair. The lower-bound test
 pair (x at rank 0, x' at the offset) and, as a table does, the input z whose reports fall least
 in ``Y+ | Y-`` (worst case), or the least among those whose reports meet x's or x''s (under the
 population assumption: they lie in the pair's component): for every class, ``Q[z, Y+-]`` of all
-its ranks at once is a cyclic convolution over the joint period of pair and class (float
-values, like a table's sums; a class whose joint period exceeds :data:`MAX_TEST_COLUMNS` is
+its ranks at once is a sum of values times exact counts, each a cyclic convolution over the
+joint period of pair and class (rounded FFT; float values, like a table's sums; a class whose joint period exceeds :data:`MAX_TEST_COLUMNS` is
 left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
 
 No class carries the exact count analysis of a two-output table (``PairClass.binary``): for
@@ -350,9 +350,12 @@ def _other_masses(structure: OrbitStructure, values: list, a: int, b: int, orbit
     """For every rank e of class c: ``Q[z, Y+]``, ``Q[z, Y-]`` and whether z's reports meet x's or x''s (x at rank
     0 of a, x' at the offset in b); None when an orbit's joint period exceeds :data:`MAX_TEST_COLUMNS`.
 
-    On orbit o the pair repeats every ``L = lcm`` of its classes' periods; z's value at column t is
-    ``w((e - t) mod n_c)``, so each mass is a cyclic convolution of w with the event's indicator
-    folded modulo ``n_c`` (float values: the test's numbers, like a table's float sums)."""
+    On orbit o the pair repeats every ``L = lcm`` of its classes' periods (``n_c`` divides ``T_o`` when c
+    varies there, so ``T_o / L`` is an integer); z's value at column t is ``w((e - t) mod n_c)``, so the
+    number of the event's columns where z has value v is a cyclic convolution of v's indicator with the
+    event's indicator folded modulo ``n_c``: an exact integer (rounded FFT), and each mass is
+    ``sum v count`` (float values times exact counts, like a table's float sums: an empty event is
+    exactly 0)."""
     n_c = structure.sizes[c]
     plus_mass, minus_mass, meets = np.zeros(n_c), np.zeros(n_c), np.zeros(n_c, dtype=bool)
     partner = (-offset) % structure.sizes[b]
@@ -365,12 +368,16 @@ def _other_masses(structure: OrbitStructure, values: list, a: int, b: int, orbit
         t = np.arange(period)
         value_a = np.array([float(v) for v in values[o][a]])[pattern_a[(-t) % pattern_a.size]]
         value_b = np.array([float(v) for v in values[o][b]])[pattern_b[(partner - t) % pattern_b.size]]
-        weight = np.array([float(v) for v in values[o][c]])[pattern_c]
         ranks = np.arange(n_c) % pattern_c.size
-        scale = structure.columns[o] / joint
+        repeat = structure.columns[o] // joint
         for event, total in ((value_a > value_b, plus_mass), (value_a < value_b, minus_mass)):
-            total += scale * np.clip(_convolved(weight, _folded(event, joint, pattern_c.size)), 0.0, None)[ranks]
+            folded = _folded(event, joint, pattern_c.size)
+            for v in (HIGH, LOW):
+                if values[o][c][v] > 0 and (pattern_c == v).any():
+                    count = np.rint(_convolved((pattern_c == v).astype(float), folded)).astype(np.int64)
+                    total += float(values[o][c][v]) * (repeat * count[ranks])
         # integer counts of shared columns (rounded FFT): z meets the pair where both are positive
+        weight = np.array([float(v) for v in values[o][c]])[pattern_c]
         shared = _convolved((weight > 0).astype(float), _folded((value_a > 0) | (value_b > 0), joint, pattern_c.size))
         meets |= np.rint(shared)[ranks] > 0
     return plus_mass, minus_mass, meets
