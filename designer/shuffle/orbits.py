@@ -34,11 +34,14 @@ pair (x at rank 0, x' at the offset) and, as a table does, the input z whose rep
 in ``Y+ | Y-`` (worst case), or the least among those whose reports meet x's or x''s (under the
 population assumption: they lie in the pair's component): for every class, ``Q[z, Y+-]`` of all
 its ranks at once is a sum of values times exact counts, each a cyclic convolution over the
-joint period of pair and class (rounded FFT; float values, like a table's sums; a class whose joint period exceeds :data:`MAX_TEST_COLUMNS` is
-left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
+joint period of pair and class (rounded FFT; float values, like a table's sums; a class whose
+joint period exceeds :data:`MAX_TEST_COLUMNS` is left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
 
-No class carries the exact count analysis of a two-output table (``PairClass.binary``): for
-a two-output package the clone bound stands, never below the table analysis's.
+No class carries the exact count analysis of a two-output table (``PairClass.binary``): a
+two-output package has the clone bound only, where the table analysis keeps the smallest of
+its valid bounds (count analysis, clones). The two are equally valid and may differ either
+way: the table's can be smaller by its count analysis, and the package's by rounding (exact
+fractions rounded outward against float sums).
 
 Cost: per class pair, one correlation of length g per orbit where both classes vary (FFT,
 rounded to the exact integers it computes), vectorised work over the offsets, and per group
