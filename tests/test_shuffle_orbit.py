@@ -148,7 +148,7 @@ def test_central_epsilon_equals_the_materialised_tables(name, n, population):
 
 
 def test_a_raised_total_variation_still_bounds_the_exact_worst_case():
-    """The class's largest TV stands for smaller ones: w rises toward 1, a mixture with FMT's w = 1 form."""
+    """The class's largest TV stands for smaller ones: w + lambda, lambda of W moved into G0 and G1, post-processes."""
     matrix = np.array([[0.5, 0.25, 0.125, 0.125], [0.25, 0.5, 0.125, 0.125], [0.125, 0.25, 0.5, 0.125]])
     pairs = table_pairs(matrix, None, ["0", "1", "2"])
     largest = max(pair.tv[1] for pair in pairs)

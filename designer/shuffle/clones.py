@@ -53,8 +53,9 @@ class PairClass:
         ``p`` (rounded up, ``inf`` allowed; 1 when the rows are equal).
     tv : tuple of float
         ``TV`` rounded down and up; for a class of pairs, an interval around a ``TV`` at least each
-        member's (:mod:`designer.shuffle.orbits`: a larger ``TV`` only raises ``w`` toward FMT's
-        ``w = 1``, and every ``w`` in between is a valid decomposition).
+        member's (:mod:`designer.shuffle.orbits`: for any ``p``, moving ``lambda`` of the common part
+        into both informative laws gives a valid decomposition of weight ``w + lambda``, whose
+        experiment post-processes to the real pair).
     share_all, share_class : float
         Smallest share over every input, and over the pair's class (rounded down).
     local : tuple of float

@@ -25,17 +25,23 @@ meaning of each number):
 
 The offsets are grouped by their exact ``(p, local levels, shares)``; a group becomes one
 :class:`~designer.shuffle.clones.PairClass` with the group's largest TV. That is sound for
-every pair of the group: with ``p`` at least the pair's ratio, the pair's decomposition with
-``w = TV (p+1)/(p-1)`` and FMT's ``w = 1`` form mix (same mixture weight on both rows) into a
-valid decomposition for every ``w`` in between, so a larger TV only raises ``w`` toward 1; a
-smaller share stays a valid clone probability. Within a group only TV varies, so the group's
-bound is the table analysis's bound of its largest-TV pair. The lower-bound test uses that
+every pair of the group, for any ``p`` (``inf`` included): the pair's decomposition has
+informative weight ``w``; moving ``lambda`` of the common part W into both informative laws,
+``G0'' = (w G0 + lambda W)/(w + lambda)`` and likewise ``G1''``, writes both rows and the
+clones' ``M`` with weight ``w + lambda`` and the same ``p`` (the weights ``p/(p+1)``, ``1/(p+1)``
+of ``G0, G1`` in each row are unchanged). The experiment at ``w + lambda`` thus post-processes
+to the real pair (a report labelled ``G0''`` is drawn from ``G0''``), for the worst case and the
+population assumption alike, and bounds its divergence: the bound at the group's largest TV
+(a larger ``w``, at most 1) holds for every member; a smaller share stays a valid clone
+probability. Within a group only TV varies, so the group's bound is the table analysis's
+bound of its largest-TV pair. The lower-bound test uses that
 pair (x at rank 0, x' at the offset) and, as a table does, the input z whose reports fall least
 in ``Y+ | Y-`` (worst case), or the least among those whose reports meet x's or x''s (under the
 population assumption: they lie in the pair's component): for every class, ``Q[z, Y+-]`` of all
 its ranks at once is a sum of values times exact counts, each a cyclic convolution over the
 joint period of pair and class (rounded FFT; float values, like a table's sums; a class whose
-joint period exceeds :data:`MAX_TEST_COLUMNS` is left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
+joint period exceeds :data:`MAX_TEST_COLUMNS` is left out, x and x' are always candidates).
+A concrete dataset, hence a valid lower bound.
 
 No class carries the exact count analysis of a two-output table (``PairClass.binary``): a
 two-output package has the clone bound only, where the table analysis keeps the smallest of
@@ -72,11 +78,12 @@ HIGH, LOW, ZERO = 0, 1, 2
 MAX_OFFSET_CELLS = 1 << 25
 #: Most columns of one orbit's joint period (pair and other user) spelt out to choose the test's other input.
 MAX_TEST_COLUMNS = 1 << 22
-#: Most work units of one analysis (about a minute on one core): an element of an array, or a
-#: class pair's or convolution's fixed cost (:data:`PAIR_UNITS`, :data:`CALL_UNITS`).
-MAX_WORK_UNITS = 6 * 10**9
-#: Units of a class pair's fixed cost (its signature, counts and groups) and of one orbit's convolutions.
-PAIR_UNITS, CALL_UNITS = 20_000, 20_000
+#: Most work units of one analysis, about a minute on one core (some 2 x 10^8 units a second, measured):
+#: a unit is an array element of a test's convolutions; the fixed costs are counted in units too.
+MAX_WORK_UNITS = 12 * 10**9
+#: Units of a class pair's fixed cost (its counts and groups), of each entry of its signature (a class's
+#: kind on one of its orbits, Python objects) and of one orbit's convolutions in a test.
+PAIR_UNITS, ENTRY_UNITS, CALL_UNITS = 60_000, 60, 20_000
 
 
 def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
@@ -90,6 +97,13 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     from designer.deploy.orbit import _fractions
 
     sizes, r = structure.sizes, len(structure.sizes)
+    # up front: every class pair's signature (a kind per class and orbit of the pair), counts and groups;
+    # the tests are counted once grouped. A class has a positive value on an orbit where it holds cells.
+    holds = [(np.array(counts) > 0) & (np.array(cells) > 0)
+             for counts, cells in ((structure.high, structure.cells_high), (structure.low, structure.cells_low))]
+    positive = int(np.count_nonzero(holds[0] | holds[1]))
+    pair_work = r * (r + 1) // 2 * PAIR_UNITS + ENTRY_UNITS * r * (r + 1) * positive
+    _within_budget(pair_work, f"{r} classes, {r * (r + 1) // 2:,} class pairs")
     highs, lows = _fractions(structure, values=True)
     values = [[(highs[o][a], lows[o][a], Fraction(0)) for a in range(r)] for o in range(len(structure.columns))]
     present = [[_present(structure, o, a) for a in range(r)] for o in range(len(structure.columns))]
@@ -97,15 +111,14 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     active = [[max(values[o][a][v] for v in present[o][a]) > 0 for a in range(r)] for o in range(len(values))]
     component = _class_components(active, r)
     everyone = [min(row) for row in smallest]
-    near = {label: [min(row[a] for a in range(r) if component[a] == label) for row in smallest]
-            for label in set(component)}
+    members: dict = {}
+    for a, label in enumerate(component):
+        members.setdefault(label, []).append(a)
+    near = {label: [min(row[a] for a in group) for row in smallest] for label, group in members.items()}
     infinite = [[ExactEpsilon.parse(text).infinite for text in row] for row in structure.levels]
     kinds: dict = {}  # a class's size, counts and values on an orbit, numbered
     kind = [[kinds.setdefault((sizes[a], structure.high[o][a], structure.low[o][a], values[o][a]), len(kinds))
              for a in range(r)] for o in range(len(values))]
-    # up-front: the class pairs' signatures (r numbers per orbit each); the tests are counted once grouped
-    pair_work = r * (r + 1) // 2 * PAIR_UNITS + r * (r + 1) * sum(map(sum, active))
-    _within_budget(pair_work, f"{r} classes, {r * (r + 1) // 2:,} class pairs")
     known, order = {}, []
     for a in range(r):
         for b in range(a, r):
