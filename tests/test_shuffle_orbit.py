@@ -286,6 +286,7 @@ def test_classes_silent_on_the_pairs_orbits_are_one_closed_form_candidate(monkey
     pairs = orbits.orbit_pairs(structure)
     assert len(pairs) == 12 * 13 // 2 and [dataclasses.astuple(p) for p in pairs] == [
         dataclasses.astuple(p) for p in expected]
+    assert all(type(value) is float for p in pairs for value in p.tv + p.test_all + p.test_class)  # not np.float64
     assert len(calls) <= 2 * len(pairs)  # at most the pair's own two classes (before: 12 per pair)
     # a cross-block pair: the other users may hold a silent class (masses exactly 0, never meeting the pair)
     cross = next(p for p in pairs if p.name == "x in class 0, x' in class 1")

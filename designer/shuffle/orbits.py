@@ -70,7 +70,7 @@ import numpy as np
 
 from designer.deploy.sampler import OrbitStructure
 from designer.exact import ExactEpsilon, float_outward
-from designer.shuffle.clones import _ULP, PairClass, _log_up
+from designer.shuffle.clones import _ULP, PairClass, _log_up, row_components, share_reason
 
 #: Value indices of a class on an orbit's column: high, low, zero.
 HIGH, LOW, ZERO = 0, 1, 2
@@ -109,7 +109,8 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     present = [[_present(structure, o, a) for a in range(r)] for o in range(len(structure.columns))]
     smallest = [[min(values[o][a][v] for v in present[o][a]) for a in range(r)] for o in range(len(values))]
     active = [[max(values[o][a][v] for v in present[o][a]) > 0 for a in range(r)] for o in range(len(values))]
-    component = _class_components(active, r)
+    # classes joined when both have positive values on some orbit (transitively)
+    component = row_components(np.array(active, dtype=bool).reshape(-1, r).T).tolist()
     everyone = [min(row) for row in smallest]
     members: dict = {}
     for a, label in enumerate(component):
@@ -154,16 +155,6 @@ def _present(structure: OrbitStructure, o: int, a: int) -> tuple[int, ...]:
     """The value indices met by class a's members on orbit o."""
     n, j, l = structure.sizes[a], structure.high[o][a], structure.low[o][a]
     return tuple(v for v, count in ((HIGH, j), (LOW, l), (ZERO, n - j - l)) if count)
-
-
-def _class_components(active: list, r: int) -> list[int]:
-    """Label of each class: classes joined when both have positive values on some orbit (transitively)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    incidence = csr_matrix(np.array(active, dtype=np.int8).reshape(-1, r))  # orbits x classes
-    _, labels = connected_components(incidence.T @ incidence, directed=False)
-    return labels.tolist()
 
 
 def _pattern(structure: OrbitStructure, o: int, a: int) -> np.ndarray:
@@ -416,11 +407,6 @@ def _pair_class(name: str, ratios: list, shares: list, tv: float, slack: float, 
     forward, backward = (math.inf if ratio is None else float_outward(ratio, math.inf) for ratio in ratios)
     largest = max(forward, backward)
     share_all, share_class = (0.0 if share is None else float_outward(share, -math.inf) for share in shares)
-    if share_all == 0 and share_class == 0:
-        reason = ("the reports of the two inputs never meet: their outputs reveal which one (no input's "
-                  "reports contain a share of both rows)" if not same_component else
-                  "no other input's reports contain a share of both rows")
-    else:
-        reason = "no other input's reports contain a share of both rows" if share_all == 0 else ""
+    reason = share_reason(share_all, share_class, same_component)
     return PairClass(name, largest if largest > 1 else 1.0, (tv * (1 - slack), tv * (1 + slack)), share_all,
                      share_class, (_log_up(forward), _log_up(backward)), protected, *test, reason)
