@@ -161,17 +161,27 @@ def test_binary_channel_bound_is_the_exact_worst_case_over_every_dataset():
 
 def test_binary_bound_beyond_the_evaluated_users_stays_monotone_and_above_the_exact_test(monkeypatch):
     """With at most 60 other users evaluated, larger n reuse that bound or a smaller clone bound."""
-    import designer.shuffle.analysis as analysis
     import designer.shuffle.binary as binary
 
     monkeypatch.setattr(binary, "MAX_OTHERS", 60)
-    monkeypatch.setattr(analysis, "MAX_OTHERS", 60)
     results = [guarantee(randomised_response(2, 2.0), n, 1e-3) for n in (40, 61, 62, 200)]
     epsilons = [result.epsilon for result in results]
     assert epsilons == sorted(epsilons, reverse=True)
     assert epsilons[1] == epsilons[2]  # the bound of 60 others, reused
     assert results[-1].pairs[0].source[0] == "clones"  # far beyond, the clone reduction wins
     assert all(result.lower <= result.epsilon for result in results)
+
+
+def test_the_worst_case_clone_bound_stands_where_the_binary_count_numerics_lie_above_it():
+    """Rows (1, 0) against (0.5, 0.5), the others free to report (1, 0): x' -> x has delta exactly 1/2 at any
+    epsilon (the others all hold x, and a single one in the count reveals x'). Both bounds are valid: the smaller is
+    kept, here the clone bound (the count analysis's numerics give 0.50029)."""
+    matrix = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.5, 0.5]])
+    result = shuffle_guarantee(table_pairs(matrix, None, "0123"), 1000, epsilon=0.5)
+    pair = next(item for item in result.pairs if item.pair.name == "x=0, x'=2")
+    assert pair.source == ("binary count", "clones")
+    assert 0.5 <= pair.value[1] <= 0.5 * (1 + 1e-9)
+    assert pair.value[0] < 0.5  # x -> x': the count analysis is far below the clone bound
 
 
 def test_binary_delta_is_the_largest_composition_divergence_which_need_not_be_at_an_end():

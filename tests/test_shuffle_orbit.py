@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import re
 
 import numpy as np
@@ -147,7 +148,7 @@ def test_central_epsilon_equals_the_materialised_tables(name, n, population):
 
 
 def test_a_raised_total_variation_still_bounds_the_exact_worst_case():
-    """The class's largest TV stands for smaller ones: w rises toward 1, a mixture with FMT's w = 1 form."""
+    """The class's largest TV stands for smaller ones: w + lambda, lambda of W moved into G0 and G1, post-processes."""
     matrix = np.array([[0.5, 0.25, 0.125, 0.125], [0.25, 0.5, 0.125, 0.125], [0.125, 0.25, 0.5, 0.125]])
     pairs = table_pairs(matrix, None, ["0", "1", "2"])
     largest = max(pair.tv[1] for pair in pairs)
@@ -259,3 +260,65 @@ def test_recorded_central_guarantee_of_an_orbit_package_is_reproved():
     forged["sha256"] = package_digest(forged)
     with pytest.raises(PackageTampered, match="is not proved"):
         verify_shuffle_member(forged)
+
+
+def distinct_blocks(r: int) -> dict:
+    """Blocks of sizes 2..r+1, each on its own orbit (high on one rank, low on the rest), E = inf across."""
+    from designer.deploy.sampler import OrbitStructure
+
+    sizes = list(range(2, 2 + r))
+    ranges = [(sum(sizes[:a]), sum(sizes[:a + 1]) - 1, a, 0) for a in range(r)]
+    levels = [["1" if a == b else "inf" for b in range(r)] for a in range(r)]
+    own = [[1 if a == o else 0 for a in range(r)] for o in range(r)]
+    half = [[1 << 19 if a == o else 0 for a in range(r)] for o in range(r)]
+    low = [[sizes[a] - 1 if a == o else 0 for a in range(r)] for o in range(r)]
+    return OrbitStructure(ranges, sizes, levels, sizes[:], own, low, half, half)
+
+
+def test_classes_silent_on_the_pairs_orbits_are_one_closed_form_candidate(monkeypatch):
+    """r distinct blocks: a class pair's test convolves its own two classes only (the others are 0 there)."""
+    import designer.shuffle.orbits as orbits
+
+    structure, calls = distinct_blocks(12), []
+    expected = orbits.orbit_pairs(structure)
+    real = orbits._other_masses
+    monkeypatch.setattr(orbits, "_other_masses", lambda *args: calls.append(args[-1]) or real(*args))
+    pairs = orbits.orbit_pairs(structure)
+    assert len(pairs) == 12 * 13 // 2 and [dataclasses.astuple(p) for p in pairs] == [
+        dataclasses.astuple(p) for p in expected]
+    assert all(type(value) is float for p in pairs for value in p.tv + p.test_all + p.test_class)  # not np.float64
+    assert len(calls) <= 2 * len(pairs)  # at most the pair's own two classes (before: 12 per pair)
+    # a cross-block pair: the other users may hold a silent class (masses exactly 0, never meeting the pair)
+    cross = next(p for p in pairs if p.name == "x in class 0, x' in class 1")
+    assert cross.test_all == (0.0, 0.0) and math.isinf(cross.ratio)
+
+
+def test_an_analysis_above_the_work_budget_is_refused_in_one_line(tmp_path, monkeypatch):
+    import designer.shuffle.orbits as orbits
+
+    document = built("block5-6")
+    monkeypatch.setattr(orbits, "MAX_WORK_UNITS", 4 * orbits.PAIR_UNITS)  # 3 class pairs pass the first check
+    with pytest.raises(ValueError, match=r"needs [\d,]+ work units \(\d+ groups of rank offsets to test\)"):
+        orbit_pairs(check_orbit_structure(document))
+    monkeypatch.setattr(orbits, "MAX_WORK_UNITS", orbits.PAIR_UNITS)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(document))
+    refused = runner.invoke(app, ["shuffle", "--package", str(path), "--n", "1000", "--delta", "1e-6"])
+    assert refused.exit_code == 2 and "2 classes, 3 class pairs" in refused.output
+    assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1
+
+
+def test_the_other_users_test_masses_are_exact_counts_times_values():
+    """Class 0 never reports where x and x' differ with a positive value: its masses are exactly 0 (not FFT noise),
+    so the population route of the lower bound sees that the other users' reports never enter the test."""
+    from designer.deploy.sampler import OrbitStructure
+
+    structure = OrbitStructure([(0, 0, 0, 0), (1, 2, 1, 0), (3, 4, 0, 1), (5, 5, 1, 2), (6, 6, 0, 3), (7, 7, 1, 3),
+                                (8, 9, 0, 4)], [6, 4], [["60", "inf"], ["60", "inf"]], [12, 1], [[0, 3], [6, 0]],
+                               [[2, 1], [0, 4]], [[0, 403575], [507383, 0]], [[541193, 295894], [0, 349107]])
+    pairs = {pair.name: pair for pair in orbit_pairs(structure)}
+    same = pairs["x in class 0, x' in class 0"]
+    assert same.test_all == (0.0, 0.0) and same.test_class == (0.0, 0.0)
+    # the two events hold the same counts of z's values: equal sums (FFT noise put them 1 ulp apart)
+    other = pairs["x in class 1, x' in class 1"]
+    assert other.test_all[0] == other.test_all[1] > 0

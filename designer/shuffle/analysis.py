@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from designer.shuffle.binary import MAX_OTHERS, binary_delta, binary_epsilon
+from designer.shuffle.binary import binary_delta, binary_epsilon
 from designer.shuffle.clones import PairClass
 from designer.shuffle.divergence import epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
@@ -190,8 +190,9 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     exact = [pair.binary_pair(n - 1, direction) for direction in (0, 1)]
     candidates = []  # symmetric clone bounds
     worst = pair.experiments(n - 1, pair.share_all)
-    # the exact count analysis of all n - 1 others is never above the worst-case clone bound
-    if worst and (None in exact or n - 1 > MAX_OTHERS):
+    # every valid bound is a candidate, the smallest wins: the exact count analysis (its float numerics,
+    # outward rounding) can lie above the worst-case clone bound
+    if worst:
         candidates.append((evaluator.clones(worst), "clones"))
     if population is not None and pair.share_class > 0:
         candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))

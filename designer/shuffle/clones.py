@@ -53,8 +53,9 @@ class PairClass:
         ``p`` (rounded up, ``inf`` allowed; 1 when the rows are equal).
     tv : tuple of float
         ``TV`` rounded down and up; for a class of pairs, an interval around a ``TV`` at least each
-        member's (:mod:`designer.shuffle.orbits`: a larger ``TV`` only raises ``w`` toward FMT's
-        ``w = 1``, and every ``w`` in between is a valid decomposition).
+        member's (:mod:`designer.shuffle.orbits`: for any ``p``, moving ``lambda`` of the common part
+        into both informative laws gives a valid decomposition of weight ``w + lambda``, whose
+        experiment post-processes to the real pair).
     share_all, share_class : float
         Smallest share over every input, and over the pair's class (rounded down).
     local : tuple of float
@@ -145,7 +146,7 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     """
     q = np.asarray(matrix, dtype=float)
     k, m_out = q.shape
-    component = _components(q)
+    component = row_components(q > 0)  # inputs joined when their rows share an output
     slack = (m_out + 2) * _ULP
     # two outputs: the rows as Bernoulli laws of a one (float sums charged 4 ulp)
     if m_out == 2:
@@ -178,12 +179,7 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
 
             share_all = float(max(shares.min(), 0.0))
             share_class = float(max(shares[in_class].min(), 0.0)) if in_class.size else 0.0
-            if share_all == 0 and share_class == 0:
-                reason = ("the reports of the two inputs never meet: their outputs reveal which one (no input's "
-                          "reports contain a share of both rows)" if component[x] != component[x2] else
-                          "no other input's reports contain a share of both rows")
-            else:
-                reason = "no other input's reports contain a share of both rows" if share_all == 0 else ""
+            reason = share_reason(share_all, share_class, component[x] == component[x2])
             result.append(PairClass(
                 f"x={labels[x]}, x'={labels[x2]}", ratio, (tv * (1 - slack), tv * (1 + slack)), share_all,
                 share_class, local,
@@ -266,13 +262,21 @@ def _hadamard_class(name: str, high: int, low: int, total: int, others_in_class,
     )
 
 
-def _components(q: np.ndarray) -> np.ndarray:
-    """Component index of each input in the graph joining inputs whose rows share an output."""
+def share_reason(share_all: float, share_class: float, same_component: bool) -> str:
+    """Why a pair has no finite clone bound, from its shares (empty when the worst-case share is positive)."""
+    if share_all == 0 and share_class == 0 and not same_component:
+        return ("the reports of the two inputs never meet: their outputs reveal which one (no input's "
+                "reports contain a share of both rows)")
+    return "no other input's reports contain a share of both rows" if share_all == 0 else ""
+
+
+def row_components(support: np.ndarray) -> np.ndarray:
+    """Component label of each row of a boolean incidence matrix (rows joined when they share a column)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    support = csr_matrix((q > 0).astype(np.int8))
-    _, labels = connected_components(support @ support.T, directed=False)
+    incidence = csr_matrix(np.asarray(support, dtype=np.int8))
+    _, labels = connected_components(incidence @ incidence.T, directed=False)
     return labels
 
 

@@ -25,25 +25,38 @@ meaning of each number):
 
 The offsets are grouped by their exact ``(p, local levels, shares)``; a group becomes one
 :class:`~designer.shuffle.clones.PairClass` with the group's largest TV. That is sound for
-every pair of the group: with ``p`` at least the pair's ratio, the pair's decomposition with
-``w = TV (p+1)/(p-1)`` and FMT's ``w = 1`` form mix (same mixture weight on both rows) into a
-valid decomposition for every ``w`` in between, so a larger TV only raises ``w`` toward 1; a
-smaller share stays a valid clone probability. Within a group only TV varies, so the group's
-bound is the table analysis's bound of its largest-TV pair. The lower-bound test uses that
+every pair of the group, for any ``p`` (``inf`` included): the pair's decomposition has
+informative weight ``w``; moving ``lambda`` of the common part W into both informative laws,
+``G0'' = (w G0 + lambda W)/(w + lambda)`` and likewise ``G1''``, writes both rows and the
+clones' ``M`` with weight ``w + lambda`` and the same ``p`` (the weights ``p/(p+1)``, ``1/(p+1)``
+of ``G0, G1`` in each row are unchanged). The experiment at ``w + lambda`` thus post-processes
+to the real pair (a report labelled ``G0''`` is drawn from ``G0''``), for the worst case and the
+population assumption alike, and bounds its divergence: the bound at the group's largest TV
+(a larger ``w``, at most 1) holds for every member; a smaller share stays a valid clone
+probability. Within a group only TV varies, so the group's bound is the table analysis's
+bound of its largest-TV pair. The lower-bound test uses that
 pair (x at rank 0, x' at the offset) and, as a table does, the input z whose reports fall least
 in ``Y+ | Y-`` (worst case), or the least among those whose reports meet x's or x''s (under the
 population assumption: they lie in the pair's component): for every class, ``Q[z, Y+-]`` of all
-its ranks at once is a cyclic convolution over the joint period of pair and class (float
-values, like a table's sums; a class whose joint period exceeds :data:`MAX_TEST_COLUMNS` is
-left out, x and x' are always candidates). A concrete dataset, hence a valid lower bound.
+its ranks at once is a sum of values times exact counts, each a cyclic convolution over the
+joint period of pair and class (rounded FFT; float values, like a table's sums; a class whose
+joint period exceeds :data:`MAX_TEST_COLUMNS` is left out, x and x' are always candidates).
+A concrete dataset, hence a valid lower bound.
 
-No class carries the exact count analysis of a two-output table (``PairClass.binary``): for
-a two-output package the clone bound stands, never below the table analysis's.
+No class carries the exact count analysis of a two-output table (``PairClass.binary``): a
+two-output package has the clone bound only, where the table analysis keeps the smallest of
+its valid bounds (count analysis, clones). The two are equally valid and may differ either
+way: the table's can be smaller by its count analysis, and the package's by rounding (exact
+fractions rounded outward against float sums).
 
 Cost: per class pair, one correlation of length g per orbit where both classes vary (FFT,
 rounded to the exact integers it computes), vectorised work over the offsets, and per group
-one convolution per class and orbit for the test; class pairs with equal numbers (equal
-blocks) are computed once.
+one convolution per orbit of the pair and *kind* of class met there (size, counts and values
+on those orbits: classes of one kind give the same candidates); a class whose values are 0 on
+all of the pair's orbits is one closed-form candidate (masses exactly ``(0, 0)``, never meeting
+the pair). Class pairs with equal numbers (equal blocks) are computed once. The work is counted
+before it is done (the class pairs up front, the tests once grouped) and an analysis above
+:data:`MAX_WORK_UNITS` (about a minute) is refused.
 """
 
 from __future__ import annotations
@@ -57,7 +70,7 @@ import numpy as np
 
 from designer.deploy.sampler import OrbitStructure
 from designer.exact import ExactEpsilon, float_outward
-from designer.shuffle.clones import _ULP, PairClass, _log_up
+from designer.shuffle.clones import _ULP, PairClass, _log_up, row_components, share_reason
 
 #: Value indices of a class on an orbit's column: high, low, zero.
 HIGH, LOW, ZERO = 0, 1, 2
@@ -65,6 +78,12 @@ HIGH, LOW, ZERO = 0, 1, 2
 MAX_OFFSET_CELLS = 1 << 25
 #: Most columns of one orbit's joint period (pair and other user) spelt out to choose the test's other input.
 MAX_TEST_COLUMNS = 1 << 22
+#: Most work units of one analysis, about a minute on one core (some 2 x 10^8 units a second, measured):
+#: a unit is an array element of a test's convolutions; the fixed costs are counted in units too.
+MAX_WORK_UNITS = 12 * 10**9
+#: Units of a class pair's fixed cost (its counts and groups), of each entry of its signature (a class's
+#: kind on one of its orbits, Python objects) and of one orbit's convolutions in a test.
+PAIR_UNITS, ENTRY_UNITS, CALL_UNITS = 60_000, 60, 20_000
 
 
 def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
@@ -78,20 +97,30 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
     from designer.deploy.orbit import _fractions
 
     sizes, r = structure.sizes, len(structure.sizes)
+    # up front: every class pair's signature (a kind per class and orbit of the pair), counts and groups;
+    # the tests are counted once grouped. A class has a positive value on an orbit where it holds cells.
+    holds = [(np.array(counts) > 0) & (np.array(cells) > 0)
+             for counts, cells in ((structure.high, structure.cells_high), (structure.low, structure.cells_low))]
+    positive = int(np.count_nonzero(holds[0] | holds[1]))
+    pair_work = r * (r + 1) // 2 * PAIR_UNITS + ENTRY_UNITS * r * (r + 1) * positive
+    _within_budget(pair_work, f"{r} classes, {r * (r + 1) // 2:,} class pairs")
     highs, lows = _fractions(structure, values=True)
     values = [[(highs[o][a], lows[o][a], Fraction(0)) for a in range(r)] for o in range(len(structure.columns))]
     present = [[_present(structure, o, a) for a in range(r)] for o in range(len(structure.columns))]
     smallest = [[min(values[o][a][v] for v in present[o][a]) for a in range(r)] for o in range(len(values))]
     active = [[max(values[o][a][v] for v in present[o][a]) > 0 for a in range(r)] for o in range(len(values))]
-    component = _class_components(active, r)
+    # classes joined when both have positive values on some orbit (transitively)
+    component = row_components(np.array(active, dtype=bool).reshape(-1, r).T).tolist()
     everyone = [min(row) for row in smallest]
-    near = {label: [min(row[a] for a in range(r) if component[a] == label) for row in smallest]
-            for label in set(component)}
+    members: dict = {}
+    for a, label in enumerate(component):
+        members.setdefault(label, []).append(a)
+    near = {label: [min(row[a] for a in group) for row in smallest] for label, group in members.items()}
     infinite = [[ExactEpsilon.parse(text).infinite for text in row] for row in structure.levels]
     kinds: dict = {}  # a class's size, counts and values on an orbit, numbered
     kind = [[kinds.setdefault((sizes[a], structure.high[o][a], structure.low[o][a], values[o][a]), len(kinds))
              for a in range(r)] for o in range(len(values))]
-    classes, known = [], {}
+    known, order = {}, []
     for a in range(r):
         for b in range(a, r):
             if a == b and sizes[a] < 2:
@@ -106,8 +135,19 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
                 (structure.columns[o], kind[o][a], kind[o][b], everyone[o], joined and joined[o]) for o in orbits)
             if signature not in known:
                 known[signature] = _class_pair(structure, values, a, b, orbits, everyone, joined, protected)
-            prefix = f"x in class {a}, x' in class {b}"
-            classes.extend(dataclasses.replace(pair, name=prefix + pair.name) for pair in known[signature])
+            order.append((a, b, signature))
+    # the lower-bound tests: per group, one convolution per kind of class met on the pair's orbits
+    met = {signature: _met_kinds(kind, active, groups[0].pair, groups[0].orbits) if groups else ([], True)
+           for signature, groups in known.items()}
+    test_work = sum(len(groups) * _test_units(structure, met[signature][0], groups[0].pair, groups[0].orbits)
+                    for signature, groups in known.items() if groups)
+    _within_budget(pair_work + test_work, f"{sum(map(len, known.values())):,} groups of rank offsets to test")
+    finished = {signature: [group.finish(structure, values, *met[signature]) for group in groups]
+                for signature, groups in known.items()}
+    classes = []
+    for a, b, signature in order:
+        prefix = f"x in class {a}, x' in class {b}"
+        classes.extend(dataclasses.replace(pair, name=prefix + pair.name) for pair in finished[signature])
     return classes
 
 
@@ -115,16 +155,6 @@ def _present(structure: OrbitStructure, o: int, a: int) -> tuple[int, ...]:
     """The value indices met by class a's members on orbit o."""
     n, j, l = structure.sizes[a], structure.high[o][a], structure.low[o][a]
     return tuple(v for v, count in ((HIGH, j), (LOW, l), (ZERO, n - j - l)) if count)
-
-
-def _class_components(active: list, r: int) -> list[int]:
-    """Label of each class: classes joined when both have positive values on some orbit (transitively)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    incidence = csr_matrix(np.array(active, dtype=np.int8).reshape(-1, r))  # orbits x classes
-    _, labels = connected_components(incidence.T @ incidence, directed=False)
-    return labels.tolist()
 
 
 def _pattern(structure: OrbitStructure, o: int, a: int) -> np.ndarray:
@@ -198,11 +228,68 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits:
         shares = [_value(share_all, key[2]), _value(share_near, key[3])]
         name = "" if len(groups.T) == 1 else (
             f" (offsets group {number + 1} of {len(groups.T)}: {members.size} rank offsets)")
-        result.append(_pair_class(name, ratios, shares, tv[worst], slack, protected,
-                                  _test(structure, values, a, b, orbits, int(offsets[worst]),
-                                        flat[:, worst], counts.reshape(len(cells), -1)[:, worst], first, second),
-                                  joined is not None))
+        result.append(_Group(name, ratios, shares, float(tv[worst]), slack, protected, joined is not None, (a, b),
+                             orbits, int(offsets[worst]), flat[:, worst], counts.reshape(len(cells), -1)[:, worst],
+                             first, second))
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """A group of rank offsets of one class pair, its numbers known, its lower-bound test to run (largest TV's)."""
+
+    name: str
+    ratios: list
+    shares: list
+    tv: float
+    slack: float
+    protected: tuple[bool, bool]
+    same_component: bool
+    pair: tuple[int, int]
+    orbits: list
+    offset: int
+    met: np.ndarray
+    counts: np.ndarray
+    first: list
+    second: list
+
+    def finish(self, structure: OrbitStructure, values: list, kinds: list, silent: bool) -> PairClass:
+        """The pair class, with the test over one class of each kind met and a silent class (:func:`_met_kinds`)."""
+        test = _test(structure, values, *self.pair, self.orbits, self.offset, self.met, self.counts, self.first,
+                     self.second, kinds, silent)
+        return _pair_class(self.name, self.ratios, self.shares, self.tv, self.slack, self.protected, test,
+                           self.same_component)
+
+
+def _met_kinds(kind: list, active: list, pair: tuple[int, int], orbits: list) -> tuple[list[int], bool]:
+    """One class of each kind (size, counts, values on each of ``orbits``) with a positive value there, and whether a
+    *silent* class exists (0 on all of them: its test masses are exactly ``(0, 0)`` and it never meets the pair).
+    Classes of one kind give the same test candidates, so one of each stands for all (exact)."""
+    representatives, silent = {}, False
+    for c in range(len(kind[0]) if kind else 0):
+        if any(active[o][c] for o in orbits):
+            representatives.setdefault(tuple(kind[o][c] for o in orbits), c)
+        else:
+            silent = True
+    return list(representatives.values()), silent
+
+
+def _test_units(structure: OrbitStructure, kinds: list, pair: tuple[int, int], orbits: list) -> int:
+    """Work units of one group's test (:data:`MAX_WORK_UNITS`): per class met and orbit, its joint period."""
+    units = 0
+    for o in orbits:
+        period = math.lcm(*(_pattern(structure, o, d).size for d in pair))
+        for c in kinds:
+            joint = math.lcm(period, _pattern(structure, o, c).size)
+            units += CALL_UNITS + (joint + structure.sizes[c] if joint <= MAX_TEST_COLUMNS else 0)
+    return units
+
+
+def _within_budget(units: int, what: str) -> None:
+    """Refuse (one line) an analysis above :data:`MAX_WORK_UNITS`."""
+    if units > MAX_WORK_UNITS:
+        raise ValueError(f"the orbit package's shuffle analysis needs {units:,} work units ({what}): more than "
+                         f"the {MAX_WORK_UNITS:,} (about a minute) it may spend")
 
 
 def _ratio(x: Fraction, y: Fraction) -> Fraction | None:
@@ -235,10 +322,10 @@ def _value(candidates: list, rank: int) -> Fraction | None:
 
 
 def _test(structure: OrbitStructure, values: list, a: int, b: int, orbits: list, offset: int, met: np.ndarray,
-          counts: np.ndarray, first: list, second: list) -> tuple:
+          counts: np.ndarray, first: list, second: list, kinds: list, silent: bool) -> tuple:
     """``(R(Y+), R(Y-))``, ``(R'(Y+), R'(Y-))`` of one offset's pair, and ``(Q[z,Y+], Q[z,Y-])`` of the other users'
     input: the one whose reports fall least in ``Y+ | Y-`` (worst case), and among the inputs whose reports
-    meet x's or x''s (under the population assumption)."""
+    meet x's or x''s (under the population assumption); ``kinds`` and ``silent`` from :func:`_met_kinds`."""
     plus = [i for i in np.flatnonzero(met) if first[i] > second[i]]
     minus = [i for i in np.flatnonzero(met) if first[i] < second[i]]
 
@@ -249,8 +336,8 @@ def _test(structure: OrbitStructure, values: list, a: int, b: int, orbits: list,
     test_second = (mass(second, plus), mass(second, minus))
     # x and x' themselves are candidates (they meet their own reports); so is every member of every class
     held = min(test_first, test_second, key=sum)
-    candidates = [(sum(held), held, True)]
-    for c in range(len(structure.sizes)):
+    candidates = [(sum(held), held, True)] + ([(0.0, (0.0, 0.0), False)] if silent else [])
+    for c in kinds:
         events = _other_masses(structure, values, a, b, orbits, offset, c)
         if events is None:
             continue
@@ -270,9 +357,12 @@ def _other_masses(structure: OrbitStructure, values: list, a: int, b: int, orbit
     """For every rank e of class c: ``Q[z, Y+]``, ``Q[z, Y-]`` and whether z's reports meet x's or x''s (x at rank
     0 of a, x' at the offset in b); None when an orbit's joint period exceeds :data:`MAX_TEST_COLUMNS`.
 
-    On orbit o the pair repeats every ``L = lcm`` of its classes' periods; z's value at column t is
-    ``w((e - t) mod n_c)``, so each mass is a cyclic convolution of w with the event's indicator
-    folded modulo ``n_c`` (float values: the test's numbers, like a table's float sums)."""
+    On orbit o the pair repeats every ``L = lcm`` of its classes' periods (``n_c`` divides ``T_o`` when c
+    varies there, so ``T_o / L`` is an integer); z's value at column t is ``w((e - t) mod n_c)``, so the
+    number of the event's columns where z has value v is a cyclic convolution of v's indicator with the
+    event's indicator folded modulo ``n_c``: an exact integer (rounded FFT), and each mass is
+    ``sum v count`` (float values times exact counts, like a table's float sums: an empty event is
+    exactly 0)."""
     n_c = structure.sizes[c]
     plus_mass, minus_mass, meets = np.zeros(n_c), np.zeros(n_c), np.zeros(n_c, dtype=bool)
     partner = (-offset) % structure.sizes[b]
@@ -285,12 +375,16 @@ def _other_masses(structure: OrbitStructure, values: list, a: int, b: int, orbit
         t = np.arange(period)
         value_a = np.array([float(v) for v in values[o][a]])[pattern_a[(-t) % pattern_a.size]]
         value_b = np.array([float(v) for v in values[o][b]])[pattern_b[(partner - t) % pattern_b.size]]
-        weight = np.array([float(v) for v in values[o][c]])[pattern_c]
         ranks = np.arange(n_c) % pattern_c.size
-        scale = structure.columns[o] / joint
+        repeat = structure.columns[o] // joint
         for event, total in ((value_a > value_b, plus_mass), (value_a < value_b, minus_mass)):
-            total += scale * np.clip(_convolved(weight, _folded(event, joint, pattern_c.size)), 0.0, None)[ranks]
+            folded = _folded(event, joint, pattern_c.size)
+            for v in (HIGH, LOW):
+                if values[o][c][v] > 0 and (pattern_c == v).any():
+                    count = np.rint(_convolved((pattern_c == v).astype(float), folded)).astype(np.int64)
+                    total += float(values[o][c][v]) * (repeat * count[ranks])
         # integer counts of shared columns (rounded FFT): z meets the pair where both are positive
+        weight = np.array([float(v) for v in values[o][c]])[pattern_c]
         shared = _convolved((weight > 0).astype(float), _folded((value_a > 0) | (value_b > 0), joint, pattern_c.size))
         meets |= np.rint(shared)[ranks] > 0
     return plus_mass, minus_mass, meets
@@ -313,11 +407,6 @@ def _pair_class(name: str, ratios: list, shares: list, tv: float, slack: float, 
     forward, backward = (math.inf if ratio is None else float_outward(ratio, math.inf) for ratio in ratios)
     largest = max(forward, backward)
     share_all, share_class = (0.0 if share is None else float_outward(share, -math.inf) for share in shares)
-    if share_all == 0 and share_class == 0:
-        reason = ("the reports of the two inputs never meet: their outputs reveal which one (no input's "
-                  "reports contain a share of both rows)" if not same_component else
-                  "no other input's reports contain a share of both rows")
-    else:
-        reason = "no other input's reports contain a share of both rows" if share_all == 0 else ""
+    reason = share_reason(share_all, share_class, same_component)
     return PairClass(name, largest if largest > 1 else 1.0, (tv * (1 - slack), tv * (1 + slack)), share_all,
                      share_class, (_log_up(forward), _log_up(backward)), protected, *test, reason)
