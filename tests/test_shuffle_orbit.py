@@ -272,7 +272,7 @@ def distinct_blocks(r: int) -> dict:
     own = [[1 if a == o else 0 for a in range(r)] for o in range(r)]
     half = [[1 << 19 if a == o else 0 for a in range(r)] for o in range(r)]
     low = [[sizes[a] - 1 if a == o else 0 for a in range(r)] for o in range(r)]
-    return OrbitStructure(ranges, sizes, levels, sizes[:], own, low, half, half)
+    return OrbitStructure(ranges, sizes, levels, sizes[:], own, low, half, half, 20)
 
 
 def test_classes_silent_on_the_pairs_orbits_are_one_closed_form_candidate(monkeypatch):
@@ -315,7 +315,7 @@ def test_the_other_users_test_masses_are_exact_counts_times_values():
 
     structure = OrbitStructure([(0, 0, 0, 0), (1, 2, 1, 0), (3, 4, 0, 1), (5, 5, 1, 2), (6, 6, 0, 3), (7, 7, 1, 3),
                                 (8, 9, 0, 4)], [6, 4], [["60", "inf"], ["60", "inf"]], [12, 1], [[0, 3], [6, 0]],
-                               [[2, 1], [0, 4]], [[0, 403575], [507383, 0]], [[541193, 295894], [0, 349107]])
+                               [[2, 1], [0, 4]], [[0, 403575], [507383, 0]], [[541193, 295894], [0, 349107]], 20)
     pairs = {pair.name: pair for pair in orbit_pairs(structure)}
     same = pairs["x in class 0, x' in class 0"]
     assert same.test_all == (0.0, 0.0) and same.test_class == (0.0, 0.0)
