@@ -34,6 +34,7 @@ The dense ``lstsq`` and ``pinv`` of :mod:`designer.estimation` are the reference
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -134,8 +135,12 @@ class OrbitSpectrum:
 
         The lost direction is a left singular vector of ``B_phi`` (a combination of the classes'
         modes of that frequency) whose singular value is at most :attr:`tolerance`; the message
-        names the classes with a weight above 1e-8 in it.
+        names the classes with a weight above 1e-8 in it. Computed once per spectrum.
         """
+        return self._reason
+
+    @cached_property
+    def _reason(self) -> str | None:
         for group in self.groups:
             lost = np.flatnonzero(group.lost(self.tolerance))
             if lost.size:

@@ -26,7 +26,6 @@ A class constant on an orbit (all members high, or all low) needs no special cas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -77,17 +76,18 @@ class OrbitOperator:
         self.periods = [int(period) for period in structure.columns]
         self.offsets = np.concatenate([[0], np.cumsum(self.periods)]).astype(np.int64)
         self.members = _members(structure)
-        total = 1 << structure.bits  # every class's cells sum to 2^bits
-        self.bands = []
-        for o, period in enumerate(self.periods):
-            for a, n in enumerate(self.sizes):
-                j, l = int(structure.high[o][a]), int(structure.low[o][a])
-                cell_high, cell_low = int(structure.cells_high[o][a]), int(structure.cells_low[o][a])
-                if cell_high == 0 and cell_low == 0:
-                    continue  # class a never reports orbit o: a zero block
-                high = float(column_value(Fraction(cell_high, total), n, period, j))
-                low = float(column_value(Fraction(cell_low, total), n, period, l))
-                self.bands.append(_Band(o, a, j, l, high, low))
+        total = float(1 << structure.bits)  # every class's cells sum to 2^bits
+        sizes, periods = np.array(self.sizes, dtype=float), np.array(self.periods, dtype=float)[:, None]
+        counts_high, counts_low = np.array(structure.high, dtype=float), np.array(structure.low, dtype=float)
+        cells_high = np.array(structure.cells_high, dtype=float)
+        cells_low = np.array(structure.cells_low, dtype=float)
+        values_high = column_value(cells_high / total, sizes, periods, counts_high)  # one formula, all bands at once
+        values_low = column_value(cells_low / total, sizes, periods, counts_low)
+        self.bands = [
+            _Band(int(o), int(a), int(structure.high[o][a]), int(structure.low[o][a]), float(values_high[o, a]),
+                  float(values_low[o, a]))
+            for o, a in zip(*np.nonzero((cells_high > 0) | (cells_low > 0)))  # else class a never reports orbit o
+        ]
         self._laid_out = False
 
     def _layout(self) -> None:

@@ -135,8 +135,8 @@ def check_policy(document: dict, policy: PrivacyMatrix, verification=None) -> Po
 
     ``verification``: the package's verification (:func:`~designer.deploy.package.verify_package` for a
     table, :func:`~designer.deploy.orbit.verify_orbit_package` for an orbit package), whose parsed E and
-    table, or orbit structure, are reused (None: parse the package again). It must be of this
-    document: its ``sha256`` must equal the document's.
+    table, or orbit structure, are reused (None: parse the package again). It must be of the same
+    package, by its stored ``sha256`` (a mix-up check: the hash itself was checked by the verification).
 
     Raises
     ------

@@ -157,10 +157,21 @@ def _present(structure: OrbitStructure, o: int, a: int) -> tuple[int, ...]:
     return tuple(v for v, count in ((HIGH, j), (LOW, l), (ZERO, n - j - l)) if count)
 
 
+def _constant(structure: OrbitStructure, o: int, a: int) -> bool:
+    """Whether class a takes one value on every column of orbit o (all high, all low or all zero)."""
+    n, j, l = structure.sizes[a], structure.high[o][a], structure.low[o][a]
+    return j == n or l == n or j + l == 0
+
+
+def _pattern_period(structure: OrbitStructure, o: int, a: int) -> int:
+    """The length of :func:`_pattern` (1 when class a is constant on orbit o, else n_a), without building it."""
+    return 1 if _constant(structure, o, a) else structure.sizes[a]
+
+
 def _pattern(structure: OrbitStructure, o: int, a: int) -> np.ndarray:
     """Value index of each rank offset ``u in [0, n)`` of class a on orbit o (length 1 when a is constant)."""
     n, j, l = structure.sizes[a], structure.high[o][a], structure.low[o][a]
-    if j == n or l == n or j + l == 0:
+    if _constant(structure, o, a):
         return np.array([HIGH if j == n else LOW if l == n else ZERO])
     pattern = np.full(n, ZERO)
     pattern[:j] = HIGH
@@ -197,7 +208,7 @@ def _class_pair(structure: OrbitStructure, values: list, a: int, b: int, orbits:
     one per group of offsets with equal exact numbers, named by the group only (the caller adds the classes)."""
     sizes = structure.sizes
     period = sizes[a] if a == b else gcd(sizes[a], sizes[b])
-    varying = any(_pattern(structure, o, a).size > 1 and _pattern(structure, o, b).size > 1 for o in orbits)
+    varying = any(_pattern_period(structure, o, a) > 1 and _pattern_period(structure, o, b) > 1 for o in orbits)
     # without an orbit where both vary every offset meets the same values (a = b then has equal rows)
     offsets = (np.arange(1, period) if a == b else np.arange(period)) if varying else np.array([1 if a == b else 0])
     if len(orbits) * 9 * offsets.size > MAX_OFFSET_CELLS:
@@ -278,9 +289,9 @@ def _test_units(structure: OrbitStructure, kinds: list, pair: tuple[int, int], o
     """Work units of one group's test (:data:`MAX_WORK_UNITS`): per class met and orbit, its joint period."""
     units = 0
     for o in orbits:
-        period = math.lcm(*(_pattern(structure, o, d).size for d in pair))
+        period = math.lcm(*(_pattern_period(structure, o, d) for d in pair))
         for c in kinds:
-            joint = math.lcm(period, _pattern(structure, o, c).size)
+            joint = math.lcm(period, _pattern_period(structure, o, c))
             units += CALL_UNITS + (joint + structure.sizes[c] if joint <= MAX_TEST_COLUMNS else 0)
     return units
 
