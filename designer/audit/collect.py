@@ -118,9 +118,9 @@ class ReportMemory:
                 check_memory(size, self.reports, self.max_memory, self.what)
         return batch
 
-    def cap(self) -> float:
-        """Reports (all inputs together) that fit in ``max_memory`` at the widest size seen."""
-        return self.max_memory / (MEMORY_FACTOR * self.per_report)
+    def cap(self, k: int) -> int:
+        """Reports per input (``k`` inputs) that fit in ``max_memory`` at the widest size seen."""
+        return math.floor(self.max_memory / (MEMORY_FACTOR * self.per_report) / k)
 
 
 def budget_memory(budget: Budget, k: int) -> ReportMemory:
@@ -182,12 +182,11 @@ def _draw_for_seconds(source: ReportSource, inputs: list[int], budget: Budget, r
     k = len(inputs)
     drawing_deadline = start + DRAW_SHARE * budget.seconds
     held = {x: sum(len(part) for part in parts[x]) for x in inputs}
-    memory_cap = lambda: math.floor(memory.cap() / k)  # noqa: E731 - reports per input that fit at the widest size
     batch, drawn = FIRST_BATCH, 0
     while True:
         round_start = time.perf_counter()
         for x in inputs:
-            n = min(drawn + batch, memory_cap()) - held[x]
+            n = min(drawn + batch, memory.cap(k)) - held[x]
             if n > 0:
                 parts[x].append(memory.see(source.draw(x, n, rng, _remaining(deadline))))
                 held[x] += len(parts[x][-1])
@@ -195,13 +194,13 @@ def _draw_for_seconds(source: ReportSource, inputs: list[int], budget: Budget, r
         now = time.perf_counter()
         last_round = now - round_start
         report(min((now - start) / (DRAW_SHARE * budget.seconds), 1.0))
-        cap = min(budget.seconds * ANALYSIS_RATE / k, memory_cap())
+        cap = min(budget.seconds * ANALYSIS_RATE / k, memory.cap(k))
         if now + last_round * 2 > drawing_deadline or drawn >= cap:
             break
         if last_round < budget.seconds / 50:
             batch *= 2
         batch = max(int(min(batch, cap - drawn)), 1)
-    keep = min(drawn, memory_cap())
+    keep = min(drawn, memory.cap(k))
     if keep < 2:  # not even a training and a fresh report of every input fit: refused with the estimate
         check_memory(memory.per_report, 2 * k, memory.max_memory, memory.what)
     for x in inputs:
