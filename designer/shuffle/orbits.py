@@ -137,12 +137,12 @@ def orbit_pairs(structure: OrbitStructure) -> list[PairClass]:
                 known[signature] = _class_pair(structure, values, a, b, orbits, everyone, joined, protected)
             order.append((a, b, signature))
     # the lower-bound tests: per group, one convolution per kind of class met on the pair's orbits
-    met = {signature: _met_kinds(kind, active, groups[0].pair, groups[0].orbits) if groups else ([], True)
-           for signature, groups in known.items()}
-    test_work = sum(len(groups) * _test_units(structure, met[signature][0], groups[0].pair, groups[0].orbits)
+    met_kinds = {signature: _met_kinds(kind, active, groups[0].pair, groups[0].orbits) if groups else ([], True)
+                 for signature, groups in known.items()}
+    test_work = sum(len(groups) * _test_units(structure, met_kinds[signature][0], groups[0].pair, groups[0].orbits)
                     for signature, groups in known.items() if groups)
     _within_budget(pair_work + test_work, f"{sum(map(len, known.values())):,} groups of rank offsets to test")
-    finished = {signature: [group.finish(structure, values, *met[signature]) for group in groups]
+    finished = {signature: [group.finish(structure, values, *met_kinds[signature]) for group in groups]
                 for signature, groups in known.items()}
     classes = []
     for a, b, signature in order:
