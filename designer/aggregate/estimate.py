@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from designer.deploy.orbit_operator import OrbitOperator
+from designer.errors import one_line
 
 if TYPE_CHECKING:
     from designer.aggregate.orbit_unbiased import OrbitSpectrum
@@ -127,7 +128,7 @@ def load_mechanism(path: str | Path, estimator: str | None = None) -> ReportMech
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
-            raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+            raise ValueError(f"{path}: {one_line(error)}") from None
         if not verification.certified:
             raise ValueError(f"{path}: the package's table is not E-LDP (its certificate does not verify)")
         table = verification.table
@@ -162,7 +163,7 @@ def _orbit(document: dict, path: Path, estimator: str | None) -> ReportMechanism
     try:
         verification = verify_orbit_package(document)
     except (PackageError, PackageTampered) as error:
-        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+        raise ValueError(f"{path}: {one_line(error)}") from None
     if not verification.certified:
         raise ValueError(f"{path}: the orbit package's privacy proof does not verify")
     operator = OrbitOperator(check_orbit_structure(document))  # bands only: O(k + orbits x classes)
