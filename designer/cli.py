@@ -18,6 +18,7 @@ import typer
 from typer.main import get_group
 
 from designer.commands import BAD_INPUT
+from designer.errors import first_line
 
 NAME = "ldp-designer"
 #: The modules under :mod:`designer.commands`, in the order ``--help`` lists their commands.
@@ -86,7 +87,7 @@ def main() -> None:
     except typer.TyperException as error:  # typer's usage errors (its click layer)
         context = getattr(error, "ctx", None)
         where = context.command_path if context is not None else NAME
-        typer.echo(f"error: {where}: {error.format_message().splitlines()[0]} (see --help)", err=True)
+        typer.echo(f"error: {where}: {first_line(error.format_message(), type(error).__name__)} (see --help)", err=True)
         code = BAD_INPUT
     except typer.Abort:
         typer.echo("aborted", err=True)

@@ -88,6 +88,40 @@ def test_mle_equals_unbiased_inside_the_simplex_with_a_bootstrap_interval():
         assert (b["high"] - b["low"]) == pytest.approx(a["high"] - a["low"], rel=0.25)
 
 
+def test_no_intervals_gives_the_em_estimate_and_says_no_interval_was_computed(tmp_path):
+    """--no-intervals: one EM (the library's, to 1e-9), equal to GRR's closed-form inverse inside the simplex
+    ((f - q) / (p - q), p = 1/2, q = 1/6); JSON intervals null, the text table without low/high."""
+    from designer.estimation import maximum_likelihood
+
+    reports = grr_reports(50_000, [0.4, 0.3, 0.2, 0.1], 9)
+    (tmp_path / "r.csv").write_text("y\n" + "\n".join(map(str, reports)) + "\n")
+    common = ("estimate", "--mechanism", str(GRR4), "--reports", str(tmp_path / "r.csv"), "--estimator", "mle",
+              "--no-intervals")
+    result = run_cli(*common, "--json")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    counts = np.bincount(reports, minlength=4)
+    values = [row["value"] for row in output["estimate"]]
+    np.testing.assert_allclose(values, maximum_likelihood(counts, load_mechanism(GRR4).matrix).estimate,
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(values, (counts / counts.sum() - 1 / 6) / (1 / 2 - 1 / 6), rtol=0, atol=1e-6)
+    assert output["interval_method"] == "none" and output["confidence"] is None
+    assert all(row["low"] is None and row["high"] is None and row["std_error"] is None for row in output["estimate"])
+    text = run_cli(*common)
+    assert text.returncode == 0 and "mle estimate, no intervals computed (--no-intervals)" in text.stdout
+    assert "low" not in text.stdout and "high" not in text.stdout
+
+
+def test_no_intervals_with_the_unbiased_estimator_keeps_the_estimate():
+    mechanism = load_mechanism(GRR4)
+    counts = np.bincount(grr_reports(20_000, [0.4, 0.3, 0.2, 0.1], 4), minlength=4).tolist()
+    full = estimate_reports(mechanism, list(range(4)), counts, "unbiased")
+    bare = estimate_reports(mechanism, list(range(4)), counts, "unbiased", intervals=False)
+    assert [row["value"] for row in bare["estimate"]] == [row["value"] for row in full["estimate"]]
+    assert bare["interval_method"] == "none" and bare["confidence"] is None
+    assert all(row["low"] is None and row["high"] is None and row["std_error"] is None for row in bare["estimate"])
+
+
 def test_reports_outside_the_alphabet_are_counted_not_dropped():
     inside, outside = alphabet_counts([0, 1, "1", 7, None, 2.0, "x"], [5, 3, 2, 4, 1, 6, 9], ("0", "1", "2", "3"))
     assert inside.tolist() == [5, 5, 6, 0]

@@ -193,7 +193,23 @@ def test_mle_refused_for_a_large_structured_package_before_counting(tmp_path):
                      "--estimator", "mle")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith("error: --estimator mle: k = 2700 inputs x 4096 outputs is beyond")
-    assert "use --estimator unbiased" in result.stderr
+    assert "use --no-intervals (the EM estimate alone) or --estimator unbiased" in result.stderr
+
+
+def test_no_intervals_runs_one_em_on_a_large_structured_package(tmp_path):
+    """The package refused above, with --no-intervals: one EM through the transforms, the library's to 1e-9."""
+    package = tmp_path / "bhr.json"
+    write_package(package, build_hadamard_package([1500, 1200], "1"))
+    counts = np.random.default_rng(4).multinomial(20_000, np.full(4096, 1 / 4096))
+    (tmp_path / "r.csv").write_text("y\n" + "".join(f"{j}\n" * int(c) for j, c in enumerate(counts)))
+    result = run_cli("estimate", "--mechanism", str(package), "--reports", str(tmp_path / "r.csv"),
+                     "--estimator", "mle", "--no-intervals", "--json")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    expected = maximum_likelihood(counts, load_mechanism(package).structured).estimate
+    np.testing.assert_allclose([row["value"] for row in output["estimate"]], expected, rtol=0, atol=1e-9)
+    assert output["interval_method"] == "none" and output["confidence"] is None
+    assert all(row["low"] is None and row["high"] is None for row in output["estimate"])
 
 
 def test_a_tampered_structured_package_is_refused(tmp_path):

@@ -8,7 +8,6 @@ import json
 import math
 from fractions import Fraction
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 

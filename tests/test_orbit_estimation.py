@@ -245,8 +245,10 @@ def test_cli_refuses_the_linear_inverse_of_a_rank_deficient_orbit_package(packag
 
 def test_large_orbit_packages_get_the_estimator_that_exists(tmp_path):
     """Beyond the EM bootstrap limit: block E (rank k) is pointed to unbiased; high-low (rank < k) to the library."""
-    for structure, advice in ((ClassStructure.block([1250] * 35, 1.0), "use --estimator unbiased"),
-                              (ClassStructure.high_low(43_750, 3125, 1.0), "has no unbiased estimator")):
+    for structure, advice in ((ClassStructure.block([1250] * 35, 1.0),
+                               "use --no-intervals (the EM estimate alone) or --estimator unbiased"),
+                              (ClassStructure.high_low(43_750, 3125, 1.0),
+                               "use --no-intervals (the EM estimate alone, at any k); this package has no unbiased")):
         path = tmp_path / "p.json"
         path.write_text(json.dumps(build_orbit_package(design_symmetric(structure, materialise=False))))
         mechanism = load_mechanism(path)
@@ -256,6 +258,56 @@ def test_large_orbit_packages_get_the_estimator_that_exists(tmp_path):
     assert mechanism.spectrum.rank == 40_626  # high-low: the 3,125 sensitive symbols share one output
     with pytest.raises(ValueError, match="rank 40626 < k = 43750"):
         check_estimator(mechanism, "unbiased")
+
+
+def _reports_file(path, counts) -> None:
+    path.write_text("y\n" + "".join(f"{j}\n" * int(c) for j, c in enumerate(counts)))
+
+
+def test_no_intervals_runs_em_on_a_rank_deficient_orbit_package(packages, tmp_path):
+    """classic6 (rank 5 < 6): no unbiased estimator, even without intervals; --no-intervals EM is the library's EM
+    through the operator (to 1e-9), and within 1e-4 of EM run to tolerance 1e-12 on the dense table of
+    orbit_channel (the default tolerance leaves 5e-6)."""
+    document = packages["classic6"]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(document))
+    table = orbit_channel(document).astype(float)
+    operator = OrbitOperator(check_orbit_structure(document))
+    rng = np.random.default_rng(11)
+    counts = rng.multinomial(5000, rng.dirichlet(np.ones(operator.k)) @ table)
+    _reports_file(tmp_path / "r.csv", counts)
+    common = ["estimate", "--mechanism", str(path), "--reports", str(tmp_path / "r.csv"), "--no-intervals", "--json"]
+    result = runner.invoke(app, [*common, "--estimator", "mle"])
+    assert result.exit_code == 0, result.output
+    output = json.loads(result.stdout)
+    values = [row["value"] for row in output["estimate"]]
+    np.testing.assert_allclose(values, maximum_likelihood(counts, operator).estimate, rtol=0, atol=1e-9)
+    assert output["interval_method"] == "none" and output["confidence"] is None
+    assert all(row["low"] is None and row["high"] is None for row in output["estimate"])
+    np.testing.assert_allclose(values, maximum_likelihood(counts, table, tolerance=1e-12).estimate, rtol=0, atol=1e-4)
+    refused = runner.invoke(app, [*common, "--estimator", "unbiased"])
+    assert refused.exit_code == 2 and "rank 5 < k = 6" in refused.output
+
+
+def test_no_intervals_lifts_the_em_limit_on_orbit_packages(tmp_path):
+    """Classic k = 2001 (4,004,001 entries > MAX_MLE_ENTRIES): refused with intervals, naming --no-intervals;
+    without, one EM through the operator, equal to the library's."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(build_orbit_package(design_symmetric(ClassStructure.classic(2001, 1.0),
+                                                                    materialise=False))))
+    rng = np.random.default_rng(2)
+    counts = np.bincount(rng.integers(0, 2001, 3000), minlength=2001)
+    _reports_file(tmp_path / "r.csv", counts)
+    common = ["estimate", "--mechanism", str(path), "--reports", str(tmp_path / "r.csv"), "--estimator", "mle"]
+    refused = runner.invoke(app, common)
+    assert refused.exit_code == 2 and "beyond the EM bootstrap limit" in refused.output
+    assert "use --no-intervals" in refused.output
+    result = runner.invoke(app, [*common, "--no-intervals", "--json"])
+    assert result.exit_code == 0, result.output
+    mechanism = load_mechanism(path, "mle", intervals=False)
+    expected = maximum_likelihood(counts, mechanism.structured).estimate
+    np.testing.assert_allclose([row["value"] for row in json.loads(result.stdout)["estimate"]], expected,
+                               rtol=0, atol=1e-9)
 
 
 def test_reports_outside_an_orbit_package_are_named(packages, tmp_path):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from designer.aggregate.filters import check_where, quote_identifier
 from designer.aggregate.sources import ReportSource, resolve_reports
+from designer.errors import one_line
 
 #: DuckDB's memory limit for the aggregation (it spills beyond it).
 DUCKDB_MEMORY_LIMIT = "1GB"
@@ -194,7 +195,7 @@ def _run(source: ReportSource, sql: str, parameters: list) -> list[tuple]:
         try:
             return connection.execute(sql, parameters).fetchall()
         except duckdb.Error as error:
-            raise CountError(f"{type(error).__name__}: {str(error).splitlines()[0]}") from None
+            raise CountError(f"{type(error).__name__}: {one_line(error)}") from None
     finally:
         connection.close()
 

@@ -30,6 +30,11 @@ Intervals, at level ``1 - a`` with ``z = Phi^{-1}(1 - a/2)``:
   package runs EM through its transforms (an orbit package through
   :class:`~designer.deploy.orbit_operator.OrbitOperator`), up to :data:`MAX_MLE_ENTRIES` channel entries.
 
+Without intervals (``intervals=False``, the CLI's ``--no-intervals``): the point estimate only, at
+any k (one EM, no bootstrap: no :data:`MAX_MLE_ENTRIES` limit), also for an orbit package whose
+channel has rank < k (no unbiased estimator exists); ``low``, ``high`` (and ``std_error``) are
+``None`` and ``interval_method`` is ``"none"``.
+
 Simultaneous intervals (``family = m`` intervals that must hold together, e.g. every symbol of
 a histogram, or every symbol of every group): each interval is computed at a level raised so
 that all ``m`` cover together with probability at least ``1 - a``:
@@ -54,6 +59,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from designer.deploy.orbit_operator import OrbitOperator
+from designer.errors import one_line
 
 if TYPE_CHECKING:
     from designer.aggregate.orbit_unbiased import OrbitSpectrum
@@ -101,7 +107,7 @@ class ReportMechanism:
         return len(self.input_labels) * len(self.output_labels)
 
 
-def load_mechanism(path: str | Path, estimator: str | None = None) -> ReportMechanism:
+def load_mechanism(path: str | Path, estimator: str | None = None, intervals: bool = True) -> ReportMechanism:
     """A channel CSV (``designer.io.read_channel``) or a package JSON of ``ldp-designer package``.
 
     A package is verified first (``designer.deploy.package.verify_package``: structure,
@@ -111,7 +117,8 @@ def load_mechanism(path: str | Path, estimator: str | None = None) -> ReportMech
     package (exact structural proof re-run) as its :class:`~designer.deploy.orbit_operator.OrbitOperator`
     (cyclic interval sums; never materialised). With ``estimator = "mle"`` an orbit package beyond
     :data:`MAX_MLE_ENTRIES` is refused from its verified structure's k and m, before anything of
-    size m (the output labels, the operator's index arrays) is built.
+    size m (the output labels, the operator's index arrays) is built (not with ``intervals=False``:
+    no bootstrap).
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -123,11 +130,11 @@ def load_mechanism(path: str | Path, estimator: str | None = None) -> ReportMech
         if document.get("kind") in STRUCTURED_KINDS:
             return _structured(document, path)
         if document.get("kind") == "orbit":
-            return _orbit(document, path, estimator)
+            return _orbit(document, path, estimator if intervals else None)
         try:
             verification = package.verify_package(document)
         except (package.PackageError, package.PackageTampered) as error:
-            raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+            raise ValueError(f"{path}: {one_line(error)}") from None
         if not verification.certified:
             raise ValueError(f"{path}: the package's table is not E-LDP (its certificate does not verify)")
         table = verification.table
@@ -162,7 +169,7 @@ def _orbit(document: dict, path: Path, estimator: str | None) -> ReportMechanism
     try:
         verification = verify_orbit_package(document)
     except (PackageError, PackageTampered) as error:
-        raise ValueError(f"{path}: {str(error).splitlines()[0]}") from None
+        raise ValueError(f"{path}: {one_line(error)}") from None
     if not verification.certified:
         raise ValueError(f"{path}: the orbit package's privacy proof does not verify")
     operator = OrbitOperator(check_orbit_structure(document))  # bands only: O(k + orbits x classes)
@@ -178,7 +185,7 @@ def check_confidence(confidence: float) -> None:
         raise ValueError(f"--confidence must be in (0, 1), got {confidence!r}")
 
 
-def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
+def check_estimator(mechanism: ReportMechanism, estimator: str, intervals: bool = True) -> None:
     """Refuse, before any report is counted, an unknown estimator or an EM bootstrap too large to run.
 
     EM through transforms works at any k, but its bootstrap interval repeats it
@@ -187,6 +194,7 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
     limited to :data:`MAX_MLE_ENTRIES` channel entries (a dense channel is already in
     memory: no limit); ``unbiased`` has exact intervals at any k, where it exists (an orbit
     package's channel may have rank < k: refused then, with the frequency that is lost).
+    ``intervals=False`` (one EM, no bootstrap) lifts the ``mle`` limit.
     """
     if estimator not in ("unbiased", "mle"):
         raise ValueError(f"unknown estimator {estimator!r}; choose unbiased or mle")
@@ -195,7 +203,7 @@ def check_estimator(mechanism: ReportMechanism, estimator: str) -> None:
         if reason is not None:
             raise ValueError(f"--estimator unbiased: {reason}; no unbiased estimator exists (the input distribution "
                              "is not identifiable from the reports): use --estimator mle")
-    if estimator == "mle" and mechanism.structured is not None:
+    if estimator == "mle" and intervals and mechanism.structured is not None:
         _refuse_large_mle(len(mechanism.input_labels), len(mechanism.output_labels), mechanism.structured,
                           lambda: mechanism.spectrum)
 
@@ -208,11 +216,10 @@ def _refuse_large_mle(k: int, m: int, structured, spectrum) -> None:
     """
     if k * m <= MAX_MLE_ENTRIES:
         return
-    instead = "use --estimator unbiased (exact intervals at any k)"
+    instead = "use --no-intervals (the EM estimate alone) or --estimator unbiased (exact intervals at any k)"
     if isinstance(structured, OrbitOperator) and spectrum().unidentifiable() is not None:
-        instead = ("and this package has no unbiased estimator (its channel has rank < k): estimate without "
-                   "intervals in Python: designer.estimation.maximum_likelihood(counts, "
-                   "designer.deploy.orbit_operator.OrbitOperator(structure))")
+        instead = ("use --no-intervals (the EM estimate alone, at any k); this package has no unbiased estimator "
+                   "(its channel has rank < k)")
     raise ValueError(f"--estimator mle: k = {k} inputs x {m} outputs is beyond the EM bootstrap limit "
                      f"({MAX_MLE_ENTRIES:.0e} channel entries); {instead}")
 
@@ -297,14 +304,15 @@ def interval_level(confidence: float, family: int, estimator: str) -> float:
 
 
 def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int], estimator: str = "unbiased",
-                     confidence: float = 0.95, seed: int = 0, family: int = 1) -> dict:
+                     confidence: float = 0.95, seed: int = 0, family: int = 1, intervals: bool = True) -> dict:
     """The JSON-ready estimate of the input distribution from counted reports.
 
     The bridge from any engine: ``values`` are the distinct report values (as the output labels'
     text, or integers for unlabelled outputs) and ``counts`` how often each occurred, e.g. the
     rows of ``SELECT y, count(*) FROM reports GROUP BY y`` run in Spark, Ray or a warehouse.
     ``family``: the number of intervals that must hold simultaneously (1: each on its own;
-    ``k`` for a whole-histogram claim), see the module docstring.
+    ``k`` for a whole-histogram claim), see the module docstring. ``intervals=False``: the point
+    estimate only (``low``, ``high``, ``std_error`` are ``None``; ``mle`` runs one EM, at any k).
 
     Raises
     ------
@@ -313,7 +321,7 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         a confidence outside (0, 1).
     """
     check_confidence(confidence)
-    check_estimator(mechanism, estimator)
+    check_estimator(mechanism, estimator, intervals)
     level = interval_level(confidence, family, estimator)
     inside, outside = alphabet_counts(values, counts, mechanism.output_labels)
     n = int(inside.sum())
@@ -340,11 +348,19 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         accuracy = {"expected_tv_error": expected_tv_error(errors)}
         if isinstance(mechanism.structured, OrbitOperator):
             accuracy["condition_number"] = mechanism.spectrum.condition
+    elif not intervals:
+        from designer.estimation import maximum_likelihood
+
+        estimate = maximum_likelihood(inside, mechanism.channel).estimate
+        errors, accuracy = None, {}
     else:
         estimate, low, high = mle_interval(inside, mechanism.channel, level, seed=seed)
         errors, accuracy = None, {}
         method = f"bootstrap percentile, {BOOTSTRAP_SAMPLES} resamples (seed {seed})"
-    if family > 1:
+    if not intervals:  # the unbiased errors are computed with the estimate (its accuracy figures are kept)
+        low = high = errors = None
+        method = "none"
+    elif family > 1:
         method += (f"; simultaneous over {family} intervals: each at level {level:.6g} "
                    + ("(Šidák 1967)" if estimator == "unbiased" else "(Bonferroni)"))
     listed = dict(sorted(outside.items(), key=lambda item: -item[1])[:LISTED_OUTSIDE])
@@ -353,37 +369,43 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         "in_alphabet": n,
         "outside_alphabet": {"count": sum(outside.values()), "distinct": len(outside), "values": listed},
         "estimator": estimator,
-        "confidence": confidence,
+        "confidence": confidence if intervals else None,
         "interval_method": method,
         **accuracy,
         "estimate": [
-            {"input": label, "value": float(estimate[i]), "low": float(low[i]), "high": float(high[i]),
-             **({"std_error": float(errors[i])} if errors is not None else {})}
+            {"input": label, "value": float(estimate[i]), "low": _at(low, i), "high": _at(high, i),
+             **({"std_error": _at(errors, i)} if errors is not None or not intervals else {})}
             for i, label in enumerate(mechanism.input_labels)
         ],
     }
 
 
 def estimate_groups(mechanism: ReportMechanism, counted, estimator: str = "unbiased", confidence: float = 0.95,
-                    simultaneous: bool = False, seed: int = 0) -> dict:
+                    simultaneous: bool = False, seed: int = 0, intervals: bool = True) -> dict:
     """One estimate per group of ``counted`` (:class:`designer.aggregate.counting.ReportCounts`).
 
     Returns ``{"groups": [{"by": {...}, "reports": n, "estimate": [...], ...}, ...]}`` with the
     fields of :func:`estimate_reports` in each group; a group without any report in the
     output alphabet has ``"estimate": []`` and an ``"error"``. ``simultaneous``: every interval
-    of every group holds together at ``confidence`` (family = k x groups).
+    of every group holds together at ``confidence`` (family = k x groups). ``intervals=False``: point
+    estimates only (see :func:`estimate_reports`).
     """
     groups = counted.groups()
     family = len(mechanism.input_labels) * len(groups) if simultaneous else 1
     entries = []
     for by, values, counts in groups:
         try:
-            entry = estimate_reports(mechanism, values, counts, estimator, confidence, seed, family)
+            entry = estimate_reports(mechanism, values, counts, estimator, confidence, seed, family, intervals)
         except ValueError as error:
             entry = {"reports": int(sum(counts)), "estimate": [], "error": str(error)}
         entries.append({"by": by, **entry})
-    return {"by": list(counted.by), "reports": counted.total, "estimator": estimator, "confidence": confidence,
-            "simultaneous": simultaneous, "groups": entries}
+    return {"by": list(counted.by), "reports": counted.total, "estimator": estimator,
+            "confidence": confidence if intervals else None, "simultaneous": simultaneous, "groups": entries}
+
+
+def _at(values: np.ndarray | None, i: int) -> float | None:
+    """``values[i]`` as a float, ``None`` where nothing was computed (JSON ``null``)."""
+    return None if values is None else float(values[i])
 
 
 def _text(value) -> str:

@@ -16,6 +16,8 @@ import functools
 
 import json
 
+from designer.errors import first_line
+
 #: Expression classes refused inside --where (reading other tables, windows, ``*``).
 REFUSED_CLASSES = {"SUBQUERY", "WINDOW", "STAR"}
 _TEMPLATE = "SELECT * FROM t WHERE "
@@ -56,7 +58,7 @@ def check_where(expression: str) -> str:
     try:
         tree = json.loads(connection.execute("SELECT json_serialize_sql(?)", [_TEMPLATE + expression]).fetchone()[0])
         if tree["error"]:
-            raise ValueError(f"--where {expression}: {tree['error_message'].splitlines()[0]}")
+            raise ValueError(f"--where {expression}: {first_line(tree['error_message'], 'it does not parse')}")
         template = json.loads(connection.execute("SELECT json_serialize_sql(?)", [_TEMPLATE + "true"]).fetchone()[0])
         statements = tree["statements"]
         if len(statements) != 1 or _without_where(statements[0]) != _without_where(template["statements"][0]):

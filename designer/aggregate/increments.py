@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from designer.errors import one_line
 from designer.io.text import file_sha256
 
 #: Key of the counts' description in the Parquet metadata.
@@ -101,7 +102,7 @@ def read_counts(path: str | Path, column: str, by: tuple[str, ...], where: str |
     try:
         table = pq.read_table(path)
     except (OSError, ValueError) as error:
-        raise ValueError(f"--counts {path}: cannot read it ({str(error).splitlines()[0]})") from None
+        raise ValueError(f"--counts {path}: cannot read it ({one_line(error)})") from None
     metadata = (table.schema.metadata or {}).get(METADATA_KEY)
     if metadata is None:
         raise ValueError(f"--counts {path}: not a counts file of ldp-designer estimate --save-counts")

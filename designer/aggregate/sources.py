@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from designer.errors import one_line
+
 #: Report file suffixes per format.
 SUFFIXES = {"parquet": (".parquet", ".pq"), "csv": (".csv", ".csv.gz")}
 #: DuckDB extension that reads each remote scheme.
@@ -170,5 +172,5 @@ def _glob(connection, pattern: str) -> tuple[str, ...]:
     try:
         rows = connection.execute("SELECT file FROM glob(?) ORDER BY file", [pattern]).fetchall()
     except duckdb.Error as error:
-        raise ValueError(f"--reports {pattern}: {str(error).splitlines()[0]}") from None
+        raise ValueError(f"--reports {pattern}: {one_line(error)}") from None
     return tuple(file for (file,) in rows)

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from designer.errors import one_line
 from designer.mechanisms import BlockHadamardResponse, HighLowHadamardResponse
 from designer.mechanisms.base import Mechanism
 
@@ -63,7 +64,7 @@ def deployed_mechanism(document: dict) -> BlockHadamardResponse | HighLowHadamar
     try:
         verification = verify_structured_package(document)
     except PackageError as error:
-        raise ValueError(str(error).splitlines()[0]) from None
+        raise ValueError(one_line(error)) from None
     if not verification.certified:
         raise ValueError("the package's privacy proof does not verify")
     coin, total = int(document["coin"]), 1 << int(document["bits"])

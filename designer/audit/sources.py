@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from designer.audit.worker import Worker, WorkerTimeout, one_line
+from designer.audit.worker import Worker, WorkerTimeout
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
+from designer.errors import one_line
 
 #: The command source's batch seed (an integer) is passed in this environment variable.
 SEED_VARIABLE = "LDP_AUDIT_SEED"

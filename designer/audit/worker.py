@@ -23,6 +23,8 @@ import signal
 import weakref
 from collections.abc import Callable
 
+from designer.errors import one_line
+
 #: Start method of the workers: fork where the platform allows (no re-import), else spawn.
 START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 #: Seconds a killed (or ending) worker is given to be reaped.
@@ -126,9 +128,3 @@ def _serve(connection, parent_end, target: Callable) -> None:
         except Exception as error:  # noqa: BLE001 - an answer that cannot be pickled
             connection.send(("error", f"the answer cannot be passed back from the worker process: "
                                       f"{type(error).__name__}: {one_line(error)}"))
-
-
-def one_line(error: BaseException) -> str:
-    """The first non-blank line of ``error``'s message (its type's name if it has none)."""
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__

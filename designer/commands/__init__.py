@@ -16,6 +16,8 @@ from pathlib import Path
 
 import typer
 
+from designer.errors import one_line
+
 BAD_INPUT = 2
 #: Privacy levels a simulation accepts: below, e^eps rounds to 1 in double precision
 #: (the estimators divide by e^eps - 1); above, e^eps overflows.
@@ -107,11 +109,11 @@ def guarded(command: Callable | None = None, *, inputs: frozenset[str] = frozens
             check_no_clobbering(command, kwargs)
             return command(*args, **kwargs)
         except (ValueError, ArithmeticError, OSError) as error:
-            message = str(error).splitlines()[0] if str(error) else error.__class__.__name__
+            message = one_line(error)
             written = getattr(error, "output_path", None)  # an OutputError: name the option too
             fail(message if written is None else f"{_output_option(command, kwargs, written)}{message}")
         except MemoryError as error:
-            fail(f"not enough memory for this input ({str(error).splitlines()[0] if str(error) else 'MemoryError'})")
+            fail(f"not enough memory for this input ({one_line(error)})")
 
     return wrapper
 

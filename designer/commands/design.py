@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from designer.commands import fail, guarded, print_json
 from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
+from designer.errors import one_line
 
 if TYPE_CHECKING:
     import numpy as np
@@ -253,7 +254,7 @@ def design_command(
     except ValueError as error:
         if note is None or not note.startswith("symmetry lost"):
             raise
-        fail(f"{note}: {str(error).splitlines()[0]}")
+        fail(f"{note}: {one_line(error)}")
     if not result.certified:
         report(result, Console(stderr=True))
         raise typer.Exit(NOT_CERTIFIED)

@@ -27,6 +27,8 @@ def estimate_command(
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
     simultaneous: bool = typer.Option(False, "--simultaneous", help="Intervals that hold together (every symbol of "
                                       "every group): Šidák (unbiased) or Bonferroni (mle)."),
+    no_intervals: bool = typer.Option(False, "--no-intervals", help="The point estimate only, no interval: mle "
+                                      "runs one EM (no bootstrap), at any k, rank-deficient orbit packages too."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Estimate the input distribution from REPORTS; reports outside the output alphabet are counted and shown."""
@@ -43,8 +45,9 @@ def estimate_command(
     check_confidence(confidence)
     groups = parse_by(by)
     where_sql = check_where(where) if where else None
-    loaded = load_mechanism(mechanism, estimator)  # an orbit package too large for EM: refused before O(m) work
-    check_estimator(loaded, estimator)  # before counting: refusing after a 10^9-report count wastes it
+    intervals = not no_intervals
+    loaded = load_mechanism(mechanism, estimator, intervals)  # an orbit package too large for EM: refused before O(m) work
+    check_estimator(loaded, estimator, intervals)  # before counting: refusing after a 10^9-report count wastes it
     if save_counts is not None:
         from designer.io.writing import check_destinations
 
@@ -56,7 +59,7 @@ def estimate_command(
     if save_counts is not None:
         write_counts(save_counts, counted.rows(), column, groups,
                      where_sql, list(counted.files))
-    result = estimate_groups(loaded, counted, estimator, confidence, simultaneous)
+    result = estimate_groups(loaded, counted, estimator, confidence, simultaneous, intervals=intervals)
     extra = {"engine": counted.engine, "count_seconds": counted.seconds, "mechanism": loaded.source}
     if counted.files:
         extra["files_in_manifest"] = len(counted.files)
@@ -101,15 +104,18 @@ def _print_group(console, entry: dict, estimator: str, confidence: float) -> Non
             f"warning: {escape(prefix)}{outside['count']} reports outside the output alphabet "
             f"({outside['distinct']} distinct values: {shown}); left out of the estimate")
     rows = entry["estimate"]
-    title = f"{escape(prefix)}{estimator} estimate, {100 * confidence:g}% intervals ({entry['interval_method']})"
+    intervals = entry["interval_method"] != "none"
+    title = (f"{escape(prefix)}{estimator} estimate, {100 * confidence:g}% intervals ({entry['interval_method']})"
+             if intervals else f"{escape(prefix)}{estimator} estimate, no intervals computed (--no-intervals)")
     if len(rows) > TABLE_ROWS:  # rendering 43,750 rows takes rich about 40 s and no one reads them
         rows = sorted(rows, key=lambda row: -row["value"])[:TABLE_ROWS]
         title += f"; the {TABLE_ROWS} largest of {len(entry['estimate'])} estimates (--json prints all)"
     table = Table(title=title)
-    for name in ("input", "estimate", "low", "high"):
+    for name in ("input", "estimate", "low", "high") if intervals else ("input", "estimate"):
         table.add_column(name, justify="left" if name == "input" else "right")
     for row in rows:
-        table.add_row(escape(row["input"]), f"{row['value']:.6f}", f"{row['low']:.6f}", f"{row['high']:.6f}")
+        bounds = (f"{row['low']:.6f}", f"{row['high']:.6f}") if intervals else ()
+        table.add_row(escape(row["input"]), f"{row['value']:.6f}", *bounds)
     console.print(table)
     if "expected_tv_error" in entry:
         condition = f"; condition number of Q {entry['condition_number']:.3g}" if "condition_number" in entry else ""

@@ -40,7 +40,6 @@ import numpy as np
 from designer.certify import Certificate, certify
 from designer.deploy.sampler import (
     FORMAT,
-    MAX_PACKAGE_CHARACTERS,
     SCHEMA_VERSION,
     PackageError,
     PackageTampered,

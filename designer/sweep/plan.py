@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.errors import first_line
 from designer.sweep.cells import FAMILIES, MECHANISMS, PROTOCOL_NAMES, TASKS, Cell, build_cells
 
 #: The most cells a plan may have (each is a task and a stored row; split larger grids into plans).
@@ -113,8 +114,8 @@ def parse_plan(document: dict, base: str | Path = ".", source: str = "") -> Plan
     try:
         cells = build_cells(task, name, epsilons, document, Path(base))
     except (ValueError, TypeError, KeyError) as error:
-        message = (f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else str(error)) or error.__class__.__name__
-        raise PlanError(message.splitlines()[0]) from None
+        message = f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else str(error)
+        raise PlanError(first_line(message, error.__class__.__name__)) from None
     if not cells:
         raise PlanError("the plan has no cells")
     return Plan(name=name, task=task, cells=cells, source=source)

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from designer.errors import first_line
 from designer.sweep.cells import canonical_hash, canonical_json
 
 #: Columns of a result row, with their Arrow types (see :mod:`designer.sweep.store`).
@@ -75,8 +76,8 @@ def base_row(cell: dict, cell_hash: str, version: str) -> dict:
 
 def error_text(error: BaseException) -> str:
     """``Class: first line of the message``."""
-    message = str(error).strip().splitlines()
-    return f"{error.__class__.__name__}: {message[0]}" if message else error.__class__.__name__
+    message = first_line(str(error), "")
+    return f"{error.__class__.__name__}: {message}" if message else error.__class__.__name__
 
 
 def seed_of(cell_hash: str) -> int:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from designer.errors import one_line
 from designer.sweep.runners import COLUMNS
 
 #: Parts smaller than this (bytes) are merged by :meth:`ResultStore.compact`.
@@ -183,4 +184,4 @@ def _schema(columns: Iterable[str] | None = None):
 
 
 def _reason(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [error.__class__.__name__])[0]
+    return one_line(error)
