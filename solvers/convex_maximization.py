@@ -33,7 +33,7 @@ rounding), so R is widened by that factor before use.
 
 API
 ---
-``SeparableConvexMax(inequalities, normaliser, weights, ratios=None, scale=None, scale_width=0.01)`` then
+``SeparableConvexMax(inequalities, normaliser, weights, ratios=None, scale=None, scale_width=0.001)`` then
 ``.run(linear, lower, upper, phi, tolerance, max_seconds, resume=None) -> ConvexMaxResult``;
 ``.coordinate_range()`` gives the initial box (``min``/``max q_x`` over P by LPs). With ``scale = x0``,
 nodes are bisected on coordinate x0 while its box spans more than a factor ``1 + scale_width``
@@ -129,7 +129,7 @@ def _maximiser(lp):
 class SeparableConvexMax:
     """The polytope of (CM) as a warm-started HiGHS model (rows dense or scipy sparse); see the module docstring."""
 
-    def __init__(self, inequalities, normaliser, weights, ratios=None, scale: int | None = None, scale_width: float = 0.01):
+    def __init__(self, inequalities, normaliser, weights, ratios=None, scale: int | None = None, scale_width: float = 0.001):
         a = sparse.csr_matrix(inequalities, dtype=float) if sparse.issparse(inequalities) else np.asarray(inequalities, dtype=float)
         self.scale, self.scale_width = scale, scale_width
         self._rows = a
