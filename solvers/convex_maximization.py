@@ -33,9 +33,12 @@ rounding), so R is widened by that factor before use.
 
 API
 ---
-``SeparableConvexMax(inequalities, normaliser, weights, ratios=None)`` then
+``SeparableConvexMax(inequalities, normaliser, weights, ratios=None, scale=None, scale_width=0.001)`` then
 ``.run(linear, lower, upper, phi, tolerance, max_seconds, resume=None) -> ConvexMaxResult``;
-``.coordinate_range()`` gives the initial box (``min``/``max q_x`` over P by LPs).
+``.coordinate_range()`` gives the initial box (``min``/``max q_x`` over P by LPs). With ``scale = x0``,
+nodes are bisected on coordinate x0 while its box spans more than a factor ``1 + scale_width``
+(and the node's secants are not exact), then as above; :mod:`solvers.argmin_split` uses it on the
+pieces where x0 is the smallest coordinate.
 
 Empty nodes are proven empty, not trusted. A box is dropped without a bound only when the
 propagation above, widened by its rounding, shows it misses P. When HiGHS declares a node LP
@@ -124,11 +127,13 @@ def _maximiser(lp):
 
 
 class SeparableConvexMax:
-    """The polytope of (CM) as a warm-started HiGHS model; see the module docstring."""
+    """The polytope of (CM) as a warm-started HiGHS model (rows dense or scipy sparse); see the module docstring."""
 
-    def __init__(self, inequalities, normaliser, weights, ratios=None):
-        a = np.asarray(inequalities, dtype=float)
+    def __init__(self, inequalities, normaliser, weights, ratios=None, scale: int | None = None, scale_width: float = 0.001):
+        a = sparse.csr_matrix(inequalities, dtype=float) if sparse.issparse(inequalities) else np.asarray(inequalities, dtype=float)
+        self.scale, self.scale_width = scale, scale_width
         self._rows = a
+        self._magnitudes = abs(a)  # |A|: the rounding of A^T lambda is bounded by |A|^T |lambda|
         self.ratios = None if ratios is None else _widened(np.asarray(ratios, dtype=float), a.shape[1])
         self.normaliser = np.asarray(normaliser, dtype=float)
         self.weights = np.asarray(weights, dtype=float)
@@ -208,8 +213,9 @@ class SeparableConvexMax:
         ``mu``, every q of P in the box has ``cost . q = r . q + lambda . A q + mu n . q <= r . q + mu``
         with ``r = cost - A^T lambda - mu n``, so ``cost . q <= sum_x max(r_x l_x, r_x u_x) + mu``. The
         solver's row duals (either sign convention; the smaller bound is kept) give lambda and mu, and
-        the sum is raised by :data:`ROUNDING` times the sum of the magnitudes of its terms, which covers
-        the floating-point error of the sums.
+        the sum is raised by :data:`ROUNDING` times the sum of the magnitudes of its terms (with
+        ``|A|^T |lambda|`` for ``A^T lambda``, whose entries may cancel), which covers the
+        floating-point error of the sums.
         """
         cost, lower, upper = np.asarray(cost, float), np.asarray(lower, float), np.asarray(upper, float)
         rows = self._rows.shape[0]
@@ -219,7 +225,7 @@ class SeparableConvexMax:
             mu = sign * row_duals[rows]
             reduced = cost - self._rows.T @ lam - mu * self.normaliser
             size = np.maximum(np.abs(lower), np.abs(upper))
-            magnitude = (np.abs(cost) + np.abs(self._rows.T @ lam) + abs(mu) * np.abs(self.normaliser)) @ size + abs(mu)
+            magnitude = (np.abs(cost) + self._magnitudes.T @ np.abs(lam) + abs(mu) * np.abs(self.normaliser)) @ size + abs(mu)
             with np.errstate(invalid="ignore"):  # 0 * inf: a zero reduced cost adds nothing
                 terms = np.where(reduced == 0, 0.0, np.maximum(reduced * lower, reduced * upper))
             bounds.append(float(terms.sum() + mu) + ROUNDING * magnitude)
@@ -338,6 +344,8 @@ class SeparableConvexMax:
             secant = phi(lo) + slope * (q - lo)
             excess = w * (secant - phi(q))
             x = int(np.argmax(excess))
+            if self.scale is not None and excess[x] > 0 and hi[self.scale] > lo[self.scale] * (1.0 + self.scale_width):
+                x = self.scale  # the scale coordinate first, until its box is narrow (solvers.argmin_split)
             split = (lo[x] + hi[x]) / 2  # bisection: measured tighter than splitting at q[x] or at sqrt(lo hi) (k = 50)
             for new_lo, new_hi in ((lo, np.where(np.arange(lo.size) == x, split, hi)), (np.where(np.arange(lo.size) == x, split, lo), hi)):
                 child = relax(new_lo, new_hi, node_basis)

@@ -418,7 +418,7 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summar
         f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}"
     )
     console.print(
-        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes, {result.channel.n_outputs} "
+        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes ({result.pricing}), {result.channel.n_outputs} "
         f"outputs, {result.seconds:.3g} s; [green]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
         f"margin {result.certificate.margin:.3g})"
     )

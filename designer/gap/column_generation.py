@@ -33,6 +33,14 @@ optimal classic ``min E``-LDP channel, :func:`classic_columns`), then from the l
 heuristic of :mod:`solvers.column_generation` (until :data:`HEURISTIC_SHARE` of the budget), then
 from the branch and bound's incumbents.
 
+Two searches can bound rho: the single tree over the slice, and the same search split by the
+slice's smallest coordinate (:mod:`solvers.argmin_split`), which pins the scale of every point and
+closes on cones whose vertices have few levels (classic E under a non-uniform prior, where the
+symmetry reduction is lost), but only multiplies the work when the levels are many (random E). For
+``k <= SPLIT_MAX_K`` the first round gives each :data:`TRIAL_NODES_PER_INPUT` times k nodes from the same duals (a
+deterministic choice); both bounds are proven, the smaller counts and its search goes on
+(``GapDesign.pricing`` names it).
+
 Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
 ``Q[x, y] <= e^{E*[x, x']} Q[x', y] <= e^{eps'_x} Q[x', y]`` with ``eps'_x >= max_{x'} E*[x, x']``,
 so it is E'-LDP for the row-constant ``E'[x, x'] = eps'_x`` and ``OPT(E) <= OPT(E')``. Rounding the
@@ -55,6 +63,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 from designer.certify import Certificate, certify
 from designer.channel import Channel
@@ -63,6 +72,7 @@ from designer.gap.closure_columns import subset_pricing
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information, mutual_information
 from solvers.column_generation import column_generation
+from solvers.argmin_split import ArgminSplit
 from solvers.convex_maximization import SeparableConvexMax
 from solvers.linear import solve_vertex_lp
 
@@ -84,6 +94,12 @@ PAIR_STARTS = 16
 PRICING_SHARE = 0.25
 #: Seconds of branch and bound in the first pricing round (doubled every round).
 ROUND_SECONDS = 2.0
+#: Largest k for which the first pricing round also tries the search split by the smallest coordinate
+#: (solvers.argmin_split: k pieces, k root LPs; measured 31 s of roots at k = 200).
+SPLIT_MAX_K = 100
+#: Nodes per input that each of the two searches gets in that first round (equal node counts: a
+#: deterministic choice; the split needs ~8 bisections of each piece's scale before it pays).
+TRIAL_NODES_PER_INPUT = 40
 
 
 @dataclass
@@ -101,6 +117,7 @@ class GapDesign:
     stopped: str
     relaxation_bound: float = np.inf
     history: list = field(default_factory=list)
+    pricing: str = "single tree"
 
     @property
     def gap(self) -> float:
@@ -127,6 +144,7 @@ class GapDesign:
             "n_outputs": self.channel.n_outputs,
             "rounds": self.rounds,
             "nodes": self.nodes,
+            "pricing": self.pricing,
             "seconds": round(self.seconds, 3),
             "history": self.history,
         }
@@ -167,8 +185,12 @@ def design_with_gap(
     # so a bound over it is a bound over the cone
     ratios = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]]) * (1.0 + 16 * np.finfo(float).eps)
     inequalities[np.arange(len(pairs)), pairs[:, 1]] = ratios
-    pricing = SeparableConvexMax(inequalities, prior, prior, ratios=np.exp(privacy.closure().epsilon))
+    closure_ratios = np.exp(privacy.closure().epsilon)
+    pricing = SeparableConvexMax(inequalities, prior, prior, ratios=closure_ratios)
     lower_box, upper_box = pricing.coordinate_range()
+    # tried once, in the first round, next to the single tree; the smaller bound's search goes on
+    split = ArgminSplit(sparse.csr_matrix(inequalities), prior, prior, closure_ratios) if k <= SPLIT_MAX_K else None
+    pricing_name = "single tree"
     columns = closure_column_generation(privacy, prior, np.vstack([np.ones((1, k)), classic_columns(privacy)]),
                                         start + SUBSET_SHARE * max_seconds)
     seeded = column_generation(  # linearisation pricing (a heuristic): good columns fast, no bound
@@ -189,11 +211,21 @@ def design_with_gap(
             master = solve_vertex_lp(columns, values, np.ones(k))
             result = None  # new duals: the search starts again from the root box
         remaining = max_seconds - (time.perf_counter() - start)
-        result = pricing.run(
-            -master.duals, lower_box, upper_box, F_DIVERGENCES["kl"], tolerance=max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
-            max_seconds=max(min(budget, remaining), 0.05), keep_points=REDUCED_COST_TOLERANCE, resume=result,
-        )
+        search = {"tolerance": max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
+                  "max_seconds": max(min(budget, remaining), 0.05), "keep_points": REDUCED_COST_TOLERANCE}
+        if split is not None:  # the trial: equal node counts, not the round's seconds
+            search.update(max_nodes=TRIAL_NODES_PER_INPUT * k, max_seconds=max(remaining, 0.05))
+        result = pricing.run(-master.duals, lower_box, upper_box, F_DIVERGENCES["kl"], resume=result, **search)
         nodes += result.nodes
+        found = list(result.points)
+        if split is not None:  # both bounds are proven; keep the search that proved the smaller one
+            search["max_seconds"] = max(max_seconds - (time.perf_counter() - start), 0.05)
+            other = split.run(-master.duals, lower_box, upper_box, F_DIVERGENCES["kl"], **search)
+            nodes += other.nodes
+            found += other.points
+            if other.upper < result.upper:
+                pricing, result, pricing_name = split, other, "split by the smallest coordinate"
+            split = None
         upper = min(upper, lagrangian_bound(master.duals, result.upper))
         lower = master.objective
         history.append({"round": rounds, "master": lower, "upper": upper, "columns": int(columns.shape[0])})
@@ -204,7 +236,7 @@ def design_with_gap(
             break
         if time.perf_counter() - start >= max_seconds:
             break
-        new = [q / q.sum() for q in result.points]
+        new = [q / q.sum() for q in found]
         budget *= 2  # the bound needs ever longer searches as the master's duals settle
         if not new:
             if result.finished:  # the search is exhausted at these duals: its bound is final
@@ -234,6 +266,7 @@ def design_with_gap(
         stopped=stopped,
         relaxation_bound=relaxed,
         history=history,
+        pricing=pricing_name,
     )
 
 
