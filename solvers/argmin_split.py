@@ -64,7 +64,12 @@ class SplitResult:
 
 
 class ArgminSplit:
-    """(CM) over P as the union of its pieces ``P_x0`` (module docstring); same interface as SeparableConvexMax."""
+    """(CM) over P as the union of its pieces ``P_x0`` (module docstring); same interface as SeparableConvexMax.
+
+    Every piece must hold a point (a piece's root LP declared infeasible raises, as the root of
+    :meth:`SeparableConvexMax.run` does): true for the slice of a cone that holds the constant
+    vector, which lies in every piece, as the cone of an E-LDP definition does.
+    """
 
     def __init__(self, inequalities, normaliser, weights, ratios, scale_width: float = SCALE_WIDTH):
         a = sparse.csr_matrix(inequalities, dtype=float)  # k pieces of the rows: sparse (dense: 7 GB at k = 200)
