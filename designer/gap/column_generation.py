@@ -71,8 +71,8 @@ from designer.design import merge_proportional_columns, project_into_cone
 from designer.gap.closure_columns import subset_pricing
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information, mutual_information
-from solvers.column_generation import column_generation
 from solvers.argmin_split import ArgminSplit
+from solvers.column_generation import column_generation
 from solvers.convex_maximization import SeparableConvexMax
 from solvers.linear import solve_vertex_lp
 
