@@ -76,7 +76,7 @@ class ArgminSplit:
         d = a.shape[1]
         ratios = np.asarray(ratios, dtype=float)
         self.dimension = d
-        self.base = SeparableConvexMax(a, normaliser, weights, ratios=ratios)
+        self._polytope = (a, normaliser, weights, ratios)
         self.pieces = []
         for x0 in range(d):
             order = sparse.csr_matrix(np.delete(np.eye(d) - np.eye(d)[x0], x0, axis=0))  # q_x - q_x0 >= 0, x != x0
@@ -86,8 +86,10 @@ class ArgminSplit:
                                                   scale=x0, scale_width=scale_width))
 
     def coordinate_range(self) -> tuple[np.ndarray, np.ndarray]:
-        """``min q_x`` and ``max q_x`` over P (the box of every piece's root)."""
-        return self.base.coordinate_range()
+        """``min q_x`` and ``max q_x`` over P (the box of every piece's root; a caller that already
+        holds P's :class:`SeparableConvexMax` may use its range instead, as design_with_gap does)."""
+        a, normaliser, weights, ratios = self._polytope
+        return SeparableConvexMax(a, normaliser, weights, ratios=ratios).coordinate_range()
 
     def run(
         self,

@@ -159,9 +159,9 @@ class ResultStore:
             folder.mkdir(exist_ok=True)
             os.replace(part, target)
         except OSError as move_error:
-            raise ValueError(f"{part}: unreadable part ({_reason(error)}) and it cannot be moved to {folder} "
+            raise ValueError(f"{part}: unreadable part ({one_line(error)}) and it cannot be moved to {folder} "
                              f"({move_error.strerror or move_error}); move or delete it") from None
-        self.warn(f"{part}: unreadable part ({_reason(error)}); moved to {target}, its cells will be recomputed")
+        self.warn(f"{part}: unreadable part ({one_line(error)}); moved to {target}, its cells will be recomputed")
 
     def _write(self, table) -> Path:
         import pyarrow.parquet as pq
@@ -181,7 +181,3 @@ def _schema(columns: Iterable[str] | None = None):
     import pyarrow as pa
 
     return pa.schema([(name, pa.type_for_alias(COLUMNS[name])) for name in (COLUMNS if columns is None else columns)])
-
-
-def _reason(error: BaseException) -> str:
-    return one_line(error)
