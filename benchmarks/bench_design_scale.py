@@ -22,6 +22,9 @@ G. Symmetry lost to a prior: classic eps = 1 under a Zipf(1.1) prior at k = 50, 
    under the budget (which pricing search the trial kept); then the pricing search alone on the
    classic cone at the staircase optimum's duals (exact rho = 0), 10,000 nodes: the single tree
    against the split by the smallest coordinate. Not in the default parts (``--parts G``).
+H. The pricing search of F in 1 and 2 threads (``SeparableConvexMax(threads=...)``), 3,000 nodes
+   each, interleaved: nodes per second (median of 3), their ratio, and ``rho_bar`` after equal nodes.
+   Not in the default parts (``--parts H``).
    (``--parts CE`` runs only some parts.)
 """
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -173,9 +177,11 @@ def random_e(k: int) -> PrivacyMatrix:
     return PrivacyMatrix(values)
 
 
-def part_f(seconds: float = 30.0) -> None:
-    from designer.gap.column_generation import classic_columns, lagrangian_bound
-    from designer.utility import F_DIVERGENCES, column_information
+def fixed_duals_pricing(threads: int = 1):
+    """The pricing problem of part F (k = 50, the E of D, duals of the master over the classic seed
+    columns) with its root box: ``(pricing, duals, lower, upper)``."""
+    from designer.gap.column_generation import classic_columns
+    from designer.utility import column_information
     from solvers.convex_maximization import SeparableConvexMax
     from solvers.linear import solve_vertex_lp
 
@@ -186,12 +192,38 @@ def part_f(seconds: float = 30.0) -> None:
     duals = solve_vertex_lp(seed, column_information(prior, seed.T), np.ones(k)).duals
     x, other = privacy.nonredundant_pairs().T  # the cone's rows: e^{E[x, x']} q_x' - q_x >= 0
     rows = np.exp(privacy.epsilon[x, other])[:, None] * np.eye(k)[other] - np.eye(k)[x]
-    pricing = SeparableConvexMax(rows, prior, prior, ratios=np.exp(privacy.closure().epsilon))
-    lower, upper = pricing.coordinate_range()
+    pricing = SeparableConvexMax(rows, prior, prior, ratios=np.exp(privacy.closure().epsilon), threads=threads)
+    return (pricing, duals, *pricing.coordinate_range())
+
+
+def part_f(seconds: float = 30.0) -> None:
+    from designer.gap.column_generation import lagrangian_bound
+    from designer.utility import F_DIVERGENCES
+
+    pricing, duals, lower, upper = fixed_duals_pricing()
     result = pricing.run(-duals, lower, upper, F_DIVERGENCES["kl"], max_seconds=seconds)
-    print(f"F. pricing branch and bound at fixed duals, k = {k}, {seconds:g} s (load average {os.getloadavg()[0]:.1f})")
+    print(f"F. pricing branch and bound at fixed duals, k = 50, {seconds:g} s (load average {os.getloadavg()[0]:.1f})")
     print(f"  rho_bar {result.upper:.6f} (Lagrangian bound {lagrangian_bound(duals, result.upper):.6f}), best {result.best:.6f}, "
           f"{result.nodes:,} nodes, {result.infeasible} node LPs declared infeasible")
+
+
+def part_h(nodes: int = 3_000, repeats: int = 3) -> None:
+    from designer.utility import F_DIVERGENCES
+
+    print(f"H. the pricing search of F in 1 and 2 threads, {nodes:,} nodes, interleaved, median of {repeats} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    searches = {threads: fixed_duals_pricing(threads) for threads in (1, 2)}
+    rates = {1: [], 2: []}
+    bounds = {}
+    for _ in range(repeats):
+        for threads, (pricing, duals, lower, upper) in searches.items():
+            result = pricing.run(-duals, lower, upper, F_DIVERGENCES["kl"], max_seconds=np.inf, max_nodes=nodes)
+            rates[threads].append(result.nodes / result.seconds)
+            bounds[threads] = result.upper
+    medians = {threads: statistics.median(values) for threads, values in rates.items()}
+    for threads in (1, 2):
+        print(f"  {threads} thread{'s' if threads > 1 else ' '}: {medians[threads]:7.1f} nodes/s, rho_bar {bounds[threads]:.6f}")
+    print(f"  ratio {medians[2] / medians[1]:.2f}x (load average {os.getloadavg()[0]:.1f})")
 
 
 def part_e() -> None:
@@ -220,7 +252,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="column generation at k = 50 only, 60 s")
     parser.add_argument("--budget", type=float, default=120.0, help="column generation seconds per k")
-    parser.add_argument("--parts", default="ABCDE", help="which parts to run (letters A-G; F and G are not in the default)")
+    parser.add_argument("--parts", default="ABCDE", help="which parts to run (letters A-H; F, G and H are not in the default)")
     parser.add_argument("--gap-only", type=int, nargs="*", metavar="K", help="only column generation, at these k")
     arguments = parser.parse_args()
     if arguments.gap_only:
@@ -238,6 +270,8 @@ def main() -> None:
         part_f()
     if "G" in parts:
         part_g(arguments.budget)
+    if "H" in parts:
+        part_h()
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ class ArgminSplit:
     vector, which lies in every piece, as the cone of an E-LDP definition does.
     """
 
-    def __init__(self, inequalities, normaliser, weights, ratios, scale_width: float = SCALE_WIDTH):
+    def __init__(self, inequalities, normaliser, weights, ratios, scale_width: float = SCALE_WIDTH, threads: int = 1):
         a = sparse.csr_matrix(inequalities, dtype=float)  # k pieces of the rows: sparse (dense: 7 GB at k = 200)
         d = a.shape[1]
         ratios = np.asarray(ratios, dtype=float)
@@ -83,7 +83,7 @@ class ArgminSplit:
             piece_ratios = ratios.copy()
             piece_ratios[x0, :] = np.minimum(piece_ratios[x0, :], 1.0)  # q_x0 <= q_x
             self.pieces.append(SeparableConvexMax(sparse.vstack([a, order]).tocsr(), normaliser, weights, ratios=piece_ratios,
-                                                  scale=x0, scale_width=scale_width))
+                                                  scale=x0, scale_width=scale_width, threads=threads))
 
     def coordinate_range(self) -> tuple[np.ndarray, np.ndarray]:
         """``min q_x`` and ``max q_x`` over P (the box of every piece's root; a caller that already

@@ -81,11 +81,12 @@ def test_bound_tightening_shrinks_the_pricing_bound_and_keeps_it_valid():
     assert bounds[1] < 0.5 * bounds[0]
 
 
-@pytest.mark.parametrize("k, seed", [(7, 7), (8, 8)])
-def test_certified_bounds_bracket_the_enumerated_optimum(k, seed):
+@pytest.mark.parametrize("k, seed, threads", [(7, 7, 1), (8, 8, 2)])
+def test_certified_bounds_bracket_the_enumerated_optimum(k, seed, threads):
     privacy = random_privacy(k, seed)
     exact = design_channel(privacy).objective
-    result = design_with_gap(privacy, gap_tolerance=1e-4, max_seconds=20)
+    result = design_with_gap(privacy, gap_tolerance=1e-4, max_seconds=20, threads=threads)
+    assert result.threads == threads and result.summary()["threads"] == threads
     assert result.certified and result.stopped == "gap"
     assert result.lower <= exact + 1e-9 <= result.upper + 2e-9
     assert result.gap <= 1e-4
@@ -144,3 +145,27 @@ def test_lagrangian_bound_is_rounded_up():
     exact = sum(Fraction(y) for y in duals) + Fraction(0.1)
     assert Fraction(bound) >= exact and bound - float(exact) < 1e-15
     assert lagrangian_bound(duals, -1.0) >= float(sum(Fraction(y) for y in duals))
+
+
+def test_threaded_search_bounds_the_enumerated_maximum_and_is_deterministic():
+    pricing, duals, _, exact = pricing_case(10, 10)
+    privacy, prior = random_privacy(10, 10), np.full(10, 1 / 10)
+    threaded = SeparableConvexMax(cone_rows(privacy), prior, prior, ratios=np.exp(privacy.closure().epsilon), threads=2)
+    lower, upper = pricing.coordinate_range()
+    kl = F_DIVERGENCES["kl"]
+    serial = pricing.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=300)
+    runs = [threaded.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=300) for _ in range(2)]
+    resumed = threaded.run(-duals, lower, upper, kl, tolerance=0.0, max_seconds=60, max_nodes=300, resume=runs[0])
+    for result in (*runs, resumed):
+        assert result.best <= exact + 1e-12 <= result.upper
+    assert runs[0].nodes == 300 and runs[0].upper == runs[1].upper and runs[0].best == runs[1].best  # deterministic
+    assert len(runs[0].open_nodes) == len(runs[1].open_nodes)
+    assert resumed.upper <= runs[0].upper and resumed.upper - exact < 0.8 * (runs[0].upper - exact)
+    # 4 leaves per thread at once instead of 1: the same best-first frontier up to the last batch
+    assert runs[0].upper - exact < 1.1 * (serial.upper - exact)
+    closed = threaded.run(-duals, lower, upper, kl, tolerance=1e-9, max_seconds=60)
+    assert closed.finished and closed.best <= exact + 1e-12 and closed.upper - closed.best <= 1e-9
+    assert closed.best == pytest.approx(exact, abs=1e-9)
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        SeparableConvexMax(cone_rows(privacy), prior, prior, threads=0)
+

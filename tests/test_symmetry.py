@@ -357,14 +357,19 @@ def test_column_generation_time_budget_reports_the_gap(tmp_path):
     e_file = tmp_path / "E.csv"
     np.savetxt(e_file, privacy.epsilon, fmt="%.17g", delimiter=",")
     arguments = ["design", "--E", str(e_file), "--out", str(tmp_path / "Q.csv"), "--method", "column-generation"]
-    outcome = runner.invoke(app, [*arguments, "--max-seconds", "3", "--gap", "0", "--json"])
+    outcome = runner.invoke(app, [*arguments, "--max-seconds", "3", "--gap", "0", "--threads", "2", "--json"])
     assert outcome.exit_code == 0, outcome.output
     summary = json.loads(outcome.stdout)
     assert summary["stopped"] == "time" and summary["optimal"] is False and summary["certified"]
+    assert summary["threads"] == 2
     assert summary["pricing"] in {"single tree", "split by the smallest coordinate"}
     assert 0 <= summary["lower"] <= summary["upper"] and summary["gap"] == pytest.approx(
         (summary["upper"] - summary["lower"]) / summary["upper"]
     )
+    written = (tmp_path / "Q.csv").read_bytes()
+    refused = runner.invoke(app, [*arguments, "--threads", "0"])
+    assert refused.exit_code == 2 and "--threads must be at least 1, got 0" in refused.stderr
+    assert (tmp_path / "Q.csv").read_bytes() == written
 
 
 def test_cli_says_when_symmetry_was_lost(tmp_path):

@@ -157,6 +157,9 @@ def design_command(
     gap: float = typer.Option(
         0.01, "--gap", help="--method column-generation: stop when (upper - lower) / upper is at most this."
     ),
+    threads: int = typer.Option(
+        None, "--threads", help="--method column-generation: threads of the bound's search (default: CPUs, at most 4)."
+    ),
     method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md)."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
     prior_file: Path = typer.Option(None, "--prior", help="k probabilities, one row or one column (default uniform)."),
@@ -222,7 +225,7 @@ def design_command(
             fail("--method column-generation designs for mutual information in floating point (no --exact)")
         if isinstance(privacy, ClassStructure):
             privacy = privacy.privacy()
-        _design_with_gap(privacy, prior, gap, max_seconds, out, summary_file, as_json)
+        _design_with_gap(privacy, prior, gap, max_seconds, threads, out, summary_file, as_json)
         return
     note = None
     if utility != "expected-loss":
@@ -380,7 +383,8 @@ def _design_symmetric(
                       f"{float(document['utility']['relative_utility_loss']):.3g})", markup=False, emoji=False)
 
 
-def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summary_file, as_json: bool) -> None:
+def _design_with_gap(privacy, prior, gap: float, max_seconds: float, threads: int | None, out, summary_file,
+                     as_json: bool) -> None:
     """Column generation with certified bounds, a progress bar of both bounds on stderr, the gap reported."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -389,6 +393,8 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summar
 
     if not 0 <= gap < 1:
         fail(f"--gap must be in [0, 1), got {gap!r}")
+    if threads is not None and threads < 1:
+        fail(f"--threads must be at least 1, got {threads!r}")
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
     ) as bar:
@@ -398,7 +404,7 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summar
             relative = (upper - lower) / upper if upper > 0 else 0.0
             bar.update(task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
 
-        result = design_with_gap(privacy, prior, gap, max_seconds, show)
+        result = design_with_gap(privacy, prior, gap, max_seconds, show, threads)
     summary = {**result.summary(), "E": privacy.name, "k": privacy.k, "method": "column generation"}
     writes = [(out, matrix_csv_writer(result.channel.matrix))]
     if summary_file is not None:
@@ -418,7 +424,8 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, out, summar
         f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}"
     )
     console.print(
-        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes ({result.pricing}), {result.channel.n_outputs} "
+        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes ({result.pricing}, "
+        f"{result.threads} thread{'s' if result.threads > 1 else ''}), {result.channel.n_outputs} "
         f"outputs, {result.seconds:.3g} s; [green]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
         f"margin {result.certificate.margin:.3g})"
     )
