@@ -80,7 +80,12 @@ def test_mle_equals_unbiased_inside_the_simplex_with_a_bootstrap_interval():
     mechanism = load_mechanism(GRR4)
     counts = np.bincount(grr_reports(50_000, [0.4, 0.3, 0.2, 0.1], 9), minlength=4)
     unbiased = estimate_reports(mechanism, list(range(4)), counts.tolist(), "unbiased")["estimate"]
-    mle = estimate_reports(mechanism, list(range(4)), counts.tolist(), "mle")["estimate"]
+    lines = []
+    mle = estimate_reports(mechanism, list(range(4)), counts.tolist(), "mle", progress=lines.append)["estimate"]
+    assert lines[0].startswith("EM step 0: gap ") and lines[0].endswith("nats per report (stops at 1e-06)")
+    resamples = [line for line in lines if line.startswith("EM bootstrap")]
+    assert resamples[0] == "EM bootstrap: resample 1 of 200" and resamples[-1] == "EM bootstrap: resample 200 of 200"
+    assert len(resamples) == 200
     for a, b in zip(unbiased, mle):
         assert b["value"] == pytest.approx(a["value"], abs=1e-6)
         assert b["low"] < b["value"] < b["high"]
@@ -99,6 +104,7 @@ def test_no_intervals_gives_the_em_estimate_and_says_no_interval_was_computed(tm
               "--no-intervals")
     result = run_cli(*common, "--json")
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # the EM status line is drawn on a terminal only
     output = json.loads(result.stdout)
     counts = np.bincount(reports, minlength=4)
     values = [row["value"] for row in output["estimate"]]

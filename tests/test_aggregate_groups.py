@@ -217,3 +217,15 @@ def test_partition_union_and_general_group_by_agree(tmp_path):
     for by, values, counts in by_day.groups():
         total = expected[(by["day"], "ios")] + expected[(by["day"], "web")]
         assert as_counts(values, counts) == {str(v): int(c) for v, c in enumerate(total) if v != 2}
+
+
+def test_em_status_lines_name_their_group(tmp_path):
+    from designer.aggregate.estimate import estimate_groups
+
+    hive_days(tmp_path, days=("01", "02"), files=1, n=2000)
+    counted = count_reports(str(tmp_path), by=("day",))
+    lines = []
+    result = estimate_groups(load_mechanism(GRR4), counted, "mle", intervals=False, progress=lines.append)
+    assert [entry["by"] for entry in result["groups"]] == [{"day": "01"}, {"day": "02"}]
+    assert {line.split(": EM step")[0] for line in lines} == {"day=01", "day=02"}
+    assert lines[0].startswith("day=01: EM step 0: gap ") and lines[-1].startswith("day=02: EM step ")

@@ -48,6 +48,18 @@ def _kkt_gap(estimate, counts, matrix):
     return gradient
 
 
+def test_em_progress_reports_every_step_and_the_final_gap():
+    """progress(step, gap): steps 0..iterations in order, the last gap is the result's, the estimate unchanged."""
+    rng = np.random.default_rng(2)
+    channel = HighLowHadamardResponse(6, 2, 1.0).channel()
+    counts = rng.multinomial(3_000, np.array([0.0, 0.1, 0.0, 0.3, 0.5, 0.1]) @ channel.matrix).astype(float)
+    seen = []
+    result = maximum_likelihood(counts, channel, tolerance=1e-10, progress=lambda step, gap: seen.append((step, gap)))
+    assert [step for step, _ in seen] == list(range(result.iterations + 1))
+    assert seen[-1][1] == result.optimality_gap <= 1e-10 < seen[0][1]
+    np.testing.assert_array_equal(result.estimate, maximum_likelihood(counts, channel, tolerance=1e-10).estimate)
+
+
 def test_em_is_the_mle_for_asymmetric_channels():
     """KKT: g_x = 1 on the support, <= 1 off it; and the likelihood equals a convex solver's optimum."""
     import cvxpy

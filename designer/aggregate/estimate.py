@@ -50,6 +50,7 @@ that all ``m`` cover together with probability at least ``1 - a``:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -258,20 +259,33 @@ def unbiased_interval(counts: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarra
 
 
 def mle_interval(counts: np.ndarray, channel, confidence: float, samples: int = BOOTSTRAP_SAMPLES,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 seed: int = 0, progress: Callable[[str], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The EM estimate and its bootstrap percentile interval (low, high).
 
     ``channel``: a dense k x m matrix, or a mechanism with ``forward``/``adjoint`` (EM through transforms).
+    ``progress``: called with a status line (EM step and gap, then the resample being estimated).
     """
-    from designer.estimation import maximum_likelihood
-
-    estimate = maximum_likelihood(counts, channel).estimate
+    estimate = em_estimate(counts, channel, progress)
     rng = np.random.default_rng(seed)
     n = int(counts.sum())
     draws = rng.multinomial(n, counts / n, size=samples)
-    resampled = np.array([maximum_likelihood(draw, channel, start=None).estimate for draw in draws])
+    resampled = []
+    for index, draw in enumerate(draws):
+        if progress is not None:
+            progress(f"EM bootstrap: resample {index + 1} of {samples}")
+        resampled.append(em_estimate(draw, channel, start=None))
+    resampled = np.array(resampled)
     tail = (1 - confidence) / 2
     return estimate, np.quantile(resampled, tail, axis=0), np.quantile(resampled, 1 - tail, axis=0)
+
+
+def em_estimate(counts: np.ndarray, channel, progress: Callable[[str], None] | None = None, **options) -> np.ndarray:
+    """:func:`designer.estimation.maximum_likelihood`'s estimate; ``progress`` gets "EM step i: gap g" lines."""
+    from designer.estimation import EM_TOLERANCE, maximum_likelihood
+
+    status = None if progress is None else (
+        lambda step, gap: progress(f"EM step {step}: gap {gap:.2e} nats per report (stops at {EM_TOLERANCE:.0e})"))
+    return maximum_likelihood(counts, channel, progress=status, **options).estimate
 
 
 def expected_tv_error(errors: np.ndarray) -> float:
@@ -304,7 +318,8 @@ def interval_level(confidence: float, family: int, estimator: str) -> float:
 
 
 def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int], estimator: str = "unbiased",
-                     confidence: float = 0.95, seed: int = 0, family: int = 1, intervals: bool = True) -> dict:
+                     confidence: float = 0.95, seed: int = 0, family: int = 1, intervals: bool = True,
+                     progress: Callable[[str], None] | None = None) -> dict:
     """The JSON-ready estimate of the input distribution from counted reports.
 
     The bridge from any engine: ``values`` are the distinct report values (as the output labels'
@@ -313,6 +328,7 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
     ``family``: the number of intervals that must hold simultaneously (1: each on its own;
     ``k`` for a whole-histogram claim), see the module docstring. ``intervals=False``: the point
     estimate only (``low``, ``high``, ``std_error`` are ``None``; ``mle`` runs one EM, at any k).
+    ``progress``: called with status lines while EM runs (``mle``; see :func:`mle_interval`).
 
     Raises
     ------
@@ -349,12 +365,10 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
         if isinstance(mechanism.structured, OrbitOperator):
             accuracy["condition_number"] = mechanism.spectrum.condition
     elif not intervals:
-        from designer.estimation import maximum_likelihood
-
-        estimate = maximum_likelihood(inside, mechanism.channel).estimate
+        estimate = em_estimate(inside, mechanism.channel, progress)
         errors, accuracy = None, {}
     else:
-        estimate, low, high = mle_interval(inside, mechanism.channel, level, seed=seed)
+        estimate, low, high = mle_interval(inside, mechanism.channel, level, seed=seed, progress=progress)
         errors, accuracy = None, {}
         method = f"bootstrap percentile, {BOOTSTRAP_SAMPLES} resamples (seed {seed})"
     if not intervals:  # the unbiased errors are computed with the estimate (its accuracy figures are kept)
@@ -381,21 +395,24 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
 
 
 def estimate_groups(mechanism: ReportMechanism, counted, estimator: str = "unbiased", confidence: float = 0.95,
-                    simultaneous: bool = False, seed: int = 0, intervals: bool = True) -> dict:
+                    simultaneous: bool = False, seed: int = 0, intervals: bool = True,
+                    progress: Callable[[str], None] | None = None) -> dict:
     """One estimate per group of ``counted`` (:class:`designer.aggregate.counting.ReportCounts`).
 
     Returns ``{"groups": [{"by": {...}, "reports": n, "estimate": [...], ...}, ...]}`` with the
     fields of :func:`estimate_reports` in each group; a group without any report in the
     output alphabet has ``"estimate": []`` and an ``"error"``. ``simultaneous``: every interval
     of every group holds together at ``confidence`` (family = k x groups). ``intervals=False``: point
-    estimates only (see :func:`estimate_reports`).
+    estimates only (see :func:`estimate_reports`). ``progress``: status lines, prefixed by the group.
     """
     groups = counted.groups()
     family = len(mechanism.input_labels) * len(groups) if simultaneous else 1
     entries = []
     for by, values, counts in groups:
         try:
-            entry = estimate_reports(mechanism, values, counts, estimator, confidence, seed, family, intervals)
+            label = ", ".join(f"{key}={value}" for key, value in by.items())
+            status = None if progress is None else (lambda text, label=label: progress(f"{label}: {text}" if label else text))
+            entry = estimate_reports(mechanism, values, counts, estimator, confidence, seed, family, intervals, status)
         except ValueError as error:
             entry = {"reports": int(sum(counts)), "estimate": [], "error": str(error)}
         entries.append({"by": by, **entry})
