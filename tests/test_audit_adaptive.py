@@ -19,9 +19,9 @@ def test_rare_text_report_gets_the_fresh_budget():
     tested pairs are (3, x') with the event {report = 'trace'}, and their three inputs share the whole fresh
     budget (8,400 reports, 2,800 each, 1.33 times the fixed split's 2,100)."""
     k = 4
-    source = PythonSampler(f"{SAMPLERS}:tagged", {"eps": 1.0, "k": k, "rate": 0.01})
-    result = adaptive_audit(source, PrivacyMatrix.classic(k, 1.0), Budget(3000), np.random.default_rng(4),
-                            max_pairs=2, attacks=())
+    with PythonSampler(f"{SAMPLERS}:tagged", {"eps": 1.0, "k": k, "rate": 0.01}) as source:
+        result = adaptive_audit(source, PrivacyMatrix.classic(k, 1.0), Budget(3000), np.random.default_rng(4),
+                                max_pairs=2, attacks=())
     assert result.violated
     assert {pair.x for pair in result.pairs} == {3} and {pair.event for pair in result.pairs} == {"report = 'trace'"}
     assert all(pair.trials_x == 2800 and pair.trials_other == 2800 for pair in result.pairs)

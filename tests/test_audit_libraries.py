@@ -19,8 +19,8 @@ BUDGETS = {"DE": 25000, "GRR": 25000, "HE": 20000, "HR": 20000, "OUE": 12000, "S
 def audit_both(library: str, protocol: str, seed: int = 0):
     """Draw once, audit against eps = 1 (honest) and eps = 0.8 (too strict)."""
     arguments = {"protocol": protocol, "eps": 1, "k": K}
-    source = PythonSampler(f"designer.audit.libraries:{library}", arguments)
-    reports = collect_reports(source, K, Budget(BUDGETS[protocol]), np.random.default_rng(seed))
+    with PythonSampler(f"designer.audit.libraries:{library}", arguments) as source:
+        reports = collect_reports(source, K, Budget(BUDGETS[protocol]), np.random.default_rng(seed))
     support = local_hashing_support if protocol == "OLH" else None
     results = [
         audit_reports(reports, PrivacyMatrix.classic(K, eps), max_pairs=2, rng=seed + 1, support=support,
@@ -61,8 +61,8 @@ def test_multi_freq_ldpy_clients(protocol, space):
 
 def test_unary_encoding_witness_is_the_two_bits():
     """OUE's witness among the fixed events: bit x set and bit x' clear, ratio (1 - q) / q = e^eps exactly."""
-    source = PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "OUE", "eps": 1, "k": 6})
-    reports = collect_reports(source, 6, Budget(6000), np.random.default_rng(1))
+    with PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "OUE", "eps": 1, "k": 6}) as source:
+        reports = collect_reports(source, 6, Budget(6000), np.random.default_rng(1))
     result = audit_reports(reports, PrivacyMatrix.classic(6, 0.7), rng=2, attacks=())
     assert result.violated
     pair = result.violations[0]
@@ -78,13 +78,14 @@ def test_pre_fix_pure_ldp_oue_is_caught_and_the_fix_passes():
     assert expected == pytest.approx(1.552, abs=1e-3)
     privacy = PrivacyMatrix.classic(K, 1.0)
     for name, verdict in (("sampler", "violated"), ("fixed_sampler", "no violation found")):
-        source = PythonSampler(f"{FIXTURE}:{name}", {"eps": 1.0, "k": K})
-        reports = collect_reports(source, K, Budget(4000), np.random.default_rng(7))
+        with PythonSampler(f"{FIXTURE}:{name}", {"eps": 1.0, "k": K}) as source:
+            reports = collect_reports(source, K, Budget(4000), np.random.default_rng(7))
         result = audit_reports(reports, privacy, rng=8, attacks=("logistic",))
         assert result.verdict == verdict
     assert result.best.log_ratio < 1.15
-    buggy = audit_reports(collect_reports(PythonSampler(f"{FIXTURE}:sampler", {"eps": 1.0, "k": K}), K, Budget(4000),
-                                          np.random.default_rng(7)), privacy, rng=8, attacks=("logistic",))
+    with PythonSampler(f"{FIXTURE}:sampler", {"eps": 1.0, "k": K}) as source:
+        reports = collect_reports(source, K, Budget(4000), np.random.default_rng(7))
+    buggy = audit_reports(reports, privacy, rng=8, attacks=("logistic",))
     assert buggy.violations[0].log_ratio == pytest.approx(expected, abs=0.15)
     assert buggy.violations[0].lower_bound > 1.0
 
@@ -93,8 +94,8 @@ def test_pre_fix_pure_ldp_oue_is_caught_and_the_fix_passes():
 def test_multi_freq_ldpy_subset_selection_leaks_through_the_order():
     """A finding: multi-freq-ldpy's SS client puts the true value first when it keeps it, so the
     report's first entry is x with probability p_v against (1 - p_v)/(k - 1) under x' (log 2.6 at eps = 1, k = 16)."""
-    source = PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "SS", "eps": 1, "k": K})
-    reports = collect_reports(source, K, Budget(3000), np.random.default_rng(3))
+    with PythonSampler("designer.audit.libraries:multi_freq_ldpy", {"protocol": "SS", "eps": 1, "k": K}) as source:
+        reports = collect_reports(source, K, Budget(3000), np.random.default_rng(3))
     result = audit_reports(reports, PrivacyMatrix.classic(K, 1.0), rng=4)
     sub_k = int(max(1, np.rint(K / (np.e + 1))))
     keep = sub_k * np.e / (sub_k * np.e + K - sub_k)
@@ -110,9 +111,9 @@ def test_pre_fix_sue_is_caught_at_small_eps():
     kept = p + (1 - p) ** 2
     loss = np.log(kept * p / ((1 - p) * (1 - kept)))
     assert loss == pytest.approx(1.1494, abs=1e-4)
-    source = PythonSampler(f"{FIXTURE}:sampler", {"eps": eps, "k": K, "optimal": False})
-    result = audit_reports(collect_reports(source, K, Budget(3000), np.random.default_rng(11)),
-                           PrivacyMatrix.classic(K, eps), rng=12, attacks=())
+    with PythonSampler(f"{FIXTURE}:sampler", {"eps": eps, "k": K, "optimal": False}) as source:
+        reports = collect_reports(source, K, Budget(3000), np.random.default_rng(11))
+    result = audit_reports(reports, PrivacyMatrix.classic(K, eps), rng=12, attacks=())
     assert result.violated
     assert eps < result.violations[0].lower_bound < loss
 
@@ -120,12 +121,14 @@ def test_pre_fix_sue_is_caught_at_small_eps():
 def test_library_reports_are_compact_arrays():
     """Bit vectors come back one byte a coordinate, hashed pairs as int64 rows, values unchanged."""
     rng = np.random.default_rng(5)
-    bits = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "OUE", "eps": 1, "k": K}).draw(3, 500, rng)
+    with PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "OUE", "eps": 1, "k": K}) as source:
+        bits = source.draw(3, 500, rng)
     assert bits.dtype == np.int8 and bits.shape == (500, K) and set(np.unique(bits)) <= {0, 1}
     # OUE at eps = 1: bit 3 is set with p = 1/2, every other bit with q = 1/(e + 1) = 0.269
     assert abs(bits[:, 3].mean() - 0.5) < 4 * np.sqrt(0.25 / 500)
     assert abs(np.delete(bits, 3, axis=1).mean() - 1 / (np.e + 1)) < 4 * np.sqrt(0.2 / 7500)
-    hashed = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "OLH", "eps": 1, "k": K}).draw(3, 200, rng)
+    with PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "OLH", "eps": 1, "k": K}) as source:
+        hashed = source.draw(3, 200, rng)
     assert hashed.dtype == np.int64 and hashed.shape == (200, 2)
 
 
@@ -163,7 +166,8 @@ def test_local_hashing_support_array_and_tuples_agree(library, protocol):
     """The vectorised support on an int64 array equals the report-by-report one on tuples; the report
     supports its own input with probability p = e/(e + g - 1) (OLH, g = 4) or e/(e + 1) (BLH)."""
     arguments = {"protocol": protocol, "eps": 1, "k": K}
-    reports = PythonSampler(f"designer.audit.libraries:{library}", arguments).draw(5, 4000, np.random.default_rng(8))
+    with PythonSampler(f"designer.audit.libraries:{library}", arguments) as source:
+        reports = source.draw(5, 4000, np.random.default_rng(8))
     as_tuples = [tuple(report) for report in reports.tolist()]
     for z in (0, 5, 15):
         np.testing.assert_array_equal(local_hashing_support(reports, z, **arguments),
@@ -195,8 +199,8 @@ def test_hadamard_response_support_is_the_high_half_of_the_channel():
         supported = hadamard_response_support(y, z, eps=1.0)
         np.testing.assert_allclose(channel[supported], 2 * (1 - q) / outputs)
         np.testing.assert_allclose(channel[~supported], 2 * q / outputs)
-    reports = PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "HR", "eps": 1, "k": K}).draw(
-        9, 4000, np.random.default_rng(10))
+    with PythonSampler("designer.audit.libraries:pure_ldp", {"protocol": "HR", "eps": 1, "k": K}) as source:
+        reports = source.draw(9, 4000, np.random.default_rng(10))
     share = hadamard_response_support(reports, 9).mean()
     assert abs(share - (1 - q)) < 4 * np.sqrt(q * (1 - q) / 4000)
     with pytest.raises(ValueError, match="eps <= 1 only"):

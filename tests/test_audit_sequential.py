@@ -22,26 +22,26 @@ def test_error_rate_is_kept_over_the_looks():
     160 and 240 reports per input, and the false alarms stay within the binomial range of a 5% level (at
     most 11 of 100: P(X > 11) < 0.01 for X ~ Bin(100, 0.05); the Clopper-Pearson tests are conservative,
     0 of 150 were seen at confidence 0.95 and 0.85 alike)."""
-    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 3})
     privacy = PrivacyMatrix.classic(3, 1.0)
     alarms = 0
-    for seed in range(100):
-        result = sequential_audit(source, privacy, Budget(240), np.random.default_rng(seed), (1 / 3, 2 / 3, 1.0),
-                                  attacks=())
-        alarms += result.violated
-        if not result.violated:
-            assert [look["reports_per_input"] for look in result.looks] == [80, 160, 240]
-            assert all(look["error"] == pytest.approx(0.05 / 3) for look in result.looks)
-            assert sum(look["error"] for look in result.looks) == pytest.approx(0.05)
-        assert result.confidence == 0.95
+    with PythonSampler(f"{SAMPLERS}:grr", {"eps": 1.0, "k": 3}) as source:
+        for seed in range(100):
+            result = sequential_audit(source, privacy, Budget(240), np.random.default_rng(seed), (1 / 3, 2 / 3, 1.0),
+                                      attacks=())
+            alarms += result.violated
+            if not result.violated:
+                assert [look["reports_per_input"] for look in result.looks] == [80, 160, 240]
+                assert all(look["error"] == pytest.approx(0.05 / 3) for look in result.looks)
+                assert sum(look["error"] for look in result.looks) == pytest.approx(0.05)
+            assert result.confidence == 0.95
     assert alarms <= 11
 
 
 def test_blatant_leak_stops_at_the_first_look():
     """GRR at eps = 2 against E = 0.5: the first look (a quarter of 4,000 reports per input) already finds it."""
-    source = PythonSampler(f"{SAMPLERS}:grr", {"eps": 2.0, "k": 4})
-    result = sequential_audit(source, PrivacyMatrix.classic(4, 0.5), Budget(4000), np.random.default_rng(1),
-                              attacks=())
+    with PythonSampler(f"{SAMPLERS}:grr", {"eps": 2.0, "k": 4}) as source:
+        result = sequential_audit(source, PrivacyMatrix.classic(4, 0.5), Budget(4000), np.random.default_rng(1),
+                                  attacks=())
     assert result.violated and len(result.looks) == 1
     assert result.looks[0] == {"share": 0.25, "reports_per_input": 1000, "error": pytest.approx(0.05 / 3),
                                "verdict": "violated"}
