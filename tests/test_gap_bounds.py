@@ -168,4 +168,3 @@ def test_threaded_search_bounds_the_enumerated_maximum_and_is_deterministic():
     assert closed.best == pytest.approx(exact, abs=1e-9)
     with pytest.raises(ValueError, match="threads must be at least 1"):
         SeparableConvexMax(cone_rows(privacy), prior, prior, threads=0)
-
