@@ -361,6 +361,8 @@ class SeparableConvexMax:
         counter = max((item[1] for item in heap), default=0)
         finished = False
         pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        for worker in range(self.threads):  # every thread's model, built here rather than inside the threads
+            self._solver(worker)
         batch_size = 1 if pool is None else self.threads * NODES_PER_THREAD
         try:
             while heap:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import typer
@@ -59,12 +60,10 @@ def estimate_command(
     if save_counts is not None:
         write_counts(save_counts, counted.rows(), column, groups,
                      where_sql, list(counted.files))
-    if estimator == "mle":  # EM may run for minutes at large k: a status line on stderr (a terminal only)
-        with Console(stderr=True).status("EM", spinner="dots") as status:
-            result = estimate_groups(loaded, counted, estimator, confidence, simultaneous, intervals=intervals,
-                                     progress=status.update)
-    else:
-        result = estimate_groups(loaded, counted, estimator, confidence, simultaneous, intervals=intervals)
+    # EM may run for minutes at large k: a status line on stderr (drawn on a terminal only)
+    with Console(stderr=True).status("EM", spinner="dots") if estimator == "mle" else nullcontext() as status:
+        result = estimate_groups(loaded, counted, estimator, confidence, simultaneous, intervals=intervals,
+                                 progress=None if status is None else status.update)
     extra = {"engine": counted.engine, "count_seconds": counted.seconds, "mechanism": loaded.source}
     if counted.files:
         extra["files_in_manifest"] = len(counted.files)

@@ -190,9 +190,7 @@ def design_with_gap(
     """
     start = time.perf_counter()
     k = privacy.k
-    threads = default_threads() if threads is None else int(threads)
-    if threads < 1:
-        raise ValueError(f"threads must be at least 1, got {threads}")
+    threads = default_threads() if threads is None else int(threads)  # SeparableConvexMax refuses fewer than 1
     prior = np.full(k, 1.0 / k) if prior is None else np.asarray(prior, dtype=float)
     if np.any(prior <= 0):
         raise ValueError("the gap bound needs a positive prior (every symbol has probability > 0)")
@@ -207,7 +205,7 @@ def design_with_gap(
     closure_ratios = np.exp(privacy.closure().epsilon)
     pricing = SeparableConvexMax(inequalities, prior, prior, ratios=closure_ratios, threads=threads)
     lower_box, upper_box = pricing.coordinate_range()
-    # tried once, in the first round, next to the single tree; the smaller bound's search goes on
+    # tried once, in the first round, next to the single tree; it goes on only when far ahead (SPLIT_ADVANTAGE)
     split = ArgminSplit(sparse.csr_matrix(inequalities), prior, prior, closure_ratios, threads=threads) if k <= SPLIT_MAX_K else None
     pricing_name = "single tree"
     columns = closure_column_generation(privacy, prior, np.vstack([np.ones((1, k)), classic_columns(privacy)]),
