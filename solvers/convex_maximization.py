@@ -360,10 +360,8 @@ class SeparableConvexMax:
             heap = [(-root[0], 0, root)]
         counter = max((item[1] for item in heap), default=0)
         finished = False
-        pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
-        for worker in range(self.threads):  # every thread's model, built here rather than inside the threads
-            self._solver(worker)
-        batch_size = 1 if pool is None else self.threads * NODES_PER_THREAD
+        pool = None  # made at the first batch split in threads (a root-only call, as ArgminSplit's, needs none)
+        batch_size = 1 if self.threads == 1 else self.threads * NODES_PER_THREAD
         try:
             while heap:
                 bound = -heap[0][0]
@@ -388,9 +386,13 @@ class SeparableConvexMax:
                         discarded = max(discarded, node_bound)
                     else:
                         batch.append(node)
-                if pool is None or len(batch) < 2:
+                if self.threads == 1 or len(batch) < 2:
                     expanded = [children(node) for node in batch]
                 else:  # thread t splits leaves t, t + threads, ...; the children keep the leaves' order
+                    if pool is None:  # the pool and every thread's model, built here rather than inside the threads
+                        pool = ThreadPoolExecutor(self.threads)
+                        for worker in range(self.threads):
+                            self._solver(worker)
                     shares = list(pool.map(lambda t: [children(node, t) for node in batch[t::self.threads]], range(self.threads)))
                     expanded = [shares[i % self.threads][i // self.threads] for i in range(len(batch))]
                 for child in (child for pair in expanded for child in pair if child is not None):
