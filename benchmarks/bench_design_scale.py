@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -177,31 +178,42 @@ def random_e(k: int) -> PrivacyMatrix:
     return PrivacyMatrix(values)
 
 
-def fixed_duals_pricing(threads: int = 1):
-    """The pricing problem of part F (k = 50, the E of D, duals of the master over the classic seed
-    columns) with its root box: ``(pricing, duals, lower, upper)``."""
+class PricingProblem(NamedTuple):
+    """A pricing problem at fixed duals: its search, duals, root box, cone rows and prior."""
+
+    search: object
+    duals: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    rows: np.ndarray
+    prior: np.ndarray
+
+
+def fixed_duals_pricing(threads: int = 1, k: int = 50) -> PricingProblem:
+    """The pricing problem of part F (the E of D, uniform prior, duals of the master over the classic
+    seed columns) with its root box."""
     from designer.gap.column_generation import classic_columns
     from designer.utility import column_information
     from solvers.convex_maximization import SeparableConvexMax
     from solvers.linear import solve_vertex_lp
 
-    k = 50
     privacy = random_e(k)
     prior = np.full(k, 1 / k)
     seed = np.vstack([np.ones((1, k)), classic_columns(privacy)])
     duals = solve_vertex_lp(seed, column_information(prior, seed.T), np.ones(k)).duals
     x, other = privacy.nonredundant_pairs().T  # the cone's rows: e^{E[x, x']} q_x' - q_x >= 0
     rows = np.exp(privacy.epsilon[x, other])[:, None] * np.eye(k)[other] - np.eye(k)[x]
-    pricing = SeparableConvexMax(rows, prior, prior, ratios=np.exp(privacy.closure().epsilon), threads=threads)
-    return (pricing, duals, *pricing.coordinate_range())
+    search = SeparableConvexMax(rows, prior, prior, ratios=np.exp(privacy.closure().epsilon), threads=threads)
+    return PricingProblem(search, duals, *search.coordinate_range(), rows, prior)
 
 
 def part_f(seconds: float = 30.0) -> None:
     from designer.gap.column_generation import lagrangian_bound
     from designer.utility import F_DIVERGENCES
 
-    pricing, duals, lower, upper = fixed_duals_pricing()
-    result = pricing.run(-duals, lower, upper, F_DIVERGENCES["kl"], max_seconds=seconds)
+    problem = fixed_duals_pricing()
+    duals = problem.duals
+    result = problem.search.run(-duals, problem.lower, problem.upper, F_DIVERGENCES["kl"], max_seconds=seconds)
     print(f"F. pricing branch and bound at fixed duals, k = 50, {seconds:g} s (load average {os.getloadavg()[0]:.1f})")
     print(f"  rho_bar {result.upper:.6f} (Lagrangian bound {lagrangian_bound(duals, result.upper):.6f}), best {result.best:.6f}, "
           f"{result.nodes:,} nodes, {result.infeasible} node LPs declared infeasible")
@@ -216,8 +228,9 @@ def part_h(nodes: int = 3_000, repeats: int = 3) -> None:
     rates = {1: [], 2: []}
     bounds = {}
     for _ in range(repeats):
-        for threads, (pricing, duals, lower, upper) in searches.items():
-            result = pricing.run(-duals, lower, upper, F_DIVERGENCES["kl"], max_seconds=np.inf, max_nodes=nodes)
+        for threads, problem in searches.items():
+            result = problem.search.run(-problem.duals, problem.lower, problem.upper, F_DIVERGENCES["kl"],
+                                        max_seconds=np.inf, max_nodes=nodes)
             rates[threads].append(result.nodes / result.seconds)
             bounds[threads] = result.upper
     medians = {threads: statistics.median(values) for threads, values in rates.items()}

@@ -29,6 +29,7 @@ Run: .venv/bin/python benchmarks/bench_rlt_bound.py   (about 30 s on 2 cores; --
 from __future__ import annotations
 
 import argparse
+import heapq
 import os
 import time
 
@@ -37,25 +38,14 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from bench_design_scale import random_e
-from designer.gap.column_generation import classic_columns
-from designer.utility import F_DIVERGENCES, column_information
-from solvers.convex_maximization import SeparableConvexMax
-from solvers.linear import solve_vertex_lp
+from bench_design_scale import PricingProblem, fixed_duals_pricing
+from designer.utility import F_DIVERGENCES
 from solvers.vertices import enumerate_cone_rays
 
 
-def pricing_problem(k: int) -> dict:
-    """The cone rows, prior, duals and root box of the pricing problem for ``random_e(k)``."""
-    privacy = random_e(k)
-    prior = np.full(k, 1 / k)
-    seed = np.vstack([np.ones((1, k)), classic_columns(privacy)])
-    duals = solve_vertex_lp(seed, column_information(prior, seed.T), np.ones(k)).duals
-    x, other = privacy.nonredundant_pairs().T
-    rows = np.exp(privacy.epsilon[x, other])[:, None] * np.eye(k)[other] - np.eye(k)[x]
-    search = SeparableConvexMax(rows, prior, prior, ratios=np.exp(privacy.closure().epsilon))
-    lower, upper = search.coordinate_range()
-    return {"rows": rows, "prior": prior, "duals": duals, "search": search, "lower": lower, "upper": upper}
+def reduced_value(problem: PricingProblem, points: np.ndarray) -> np.ndarray:
+    """``sum_x p_x v_x log v_x - y . v`` of each point (row) of the slice ``p . v = 1``."""
+    return (problem.prior * points * np.log(points)).sum(axis=-1) - points @ problem.duals
 
 
 def over_estimator(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,26 +56,27 @@ def over_estimator(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np
     return a, secant - a * (lower + upper), f_lower - secant * lower + a * lower * upper
 
 
-def exact_maximum(problem: dict, lower: np.ndarray, upper: np.ndarray) -> float:
+def exact_maximum(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray) -> float:
     """``max sum p v log v - y . v`` over the vertices of ``{v in C_E : p . v = 1, lower <= v <= upper}``."""
-    rows, prior, k = problem["rows"], problem["prior"], len(lower)
+    rows, prior, k = problem.rows, problem.prior, len(lower)
     inequalities = np.vstack([np.hstack([rows, np.zeros((len(rows), 1))]),
                               np.hstack([np.eye(k), -lower[:, None]]), np.hstack([-np.eye(k), upper[:, None]])])
     rays = enumerate_cone_rays(inequalities, np.hstack([prior, [-1.0]])[None]).vertices
     points = rays[rays[:, -1] > 1e-12]
     points = points[:, :-1] / points[:, -1:]
-    return float(((prior * points * np.log(points)).sum(axis=1) - points @ problem["duals"]).max())
+    return float(reduced_value(problem, points).max())
 
 
-def secant_root(problem: dict, lower: np.ndarray, upper: np.ndarray) -> float:
+def secant_root(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray) -> float:
     """The branch and bound's bound after one node (the secant LP over the propagated box)."""
-    result = problem["search"].run(-problem["duals"], lower, upper, F_DIVERGENCES["kl"], max_nodes=1, max_seconds=1e9)
+    result = problem.search.run(-problem.duals, lower, upper, F_DIVERGENCES["kl"], max_nodes=1, max_seconds=1e9)
     return result.upper
 
 
-def rlt_lp(problem: dict, lower: np.ndarray, upper: np.ndarray, point: bool = False):
-    """The RLT LP of the module docstring (variables ``v`` and the upper triangle of ``X``), by HiGHS."""
-    rows, prior, duals = problem["rows"], problem["prior"], problem["duals"]
+def rlt_lp(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray, point: bool = False):
+    """The RLT LP of the module docstring (variables ``v`` and the upper triangle of ``X``), by HiGHS's
+    interior point: its bound, with the LP point ``(v, diag X)`` when ``point``; ``-inf`` when the box misses the slice."""
+    rows, prior, duals = problem.rows, problem.prior, problem.duals
     k = len(lower)
     pair_index = np.zeros((k, k), dtype=int)
     upper_x, upper_z = np.triu_indices(k)
@@ -120,15 +111,17 @@ def rlt_lp(problem: dict, lower: np.ndarray, upper: np.ndarray, point: bool = Fa
     bounds = [(lower[x], upper[x]) for x in range(k)] + [(None, None)] * (n - k)
     solution = linprog(-objective, A_ub=sparse.vstack(blocks_upper).tocsr(), b_ub=np.concatenate(right_upper),
                        A_eq=equalities.tocsr(), b_eq=np.concatenate([[1.0], np.zeros(k)]), bounds=bounds, method="highs-ipm")
+    if solution.status == 2:  # the box misses the slice
+        return (-np.inf, None, None) if point else -np.inf
     if solution.status != 0:
         raise RuntimeError(f"RLT LP: {solution.message}")
     value = float(-solution.fun + prior @ c)
     return (value, solution.x[:k], solution.x[pair_index[np.arange(k), np.arange(k)]]) if point else value
 
 
-def rlt_sdp(problem: dict, lower: np.ndarray, upper: np.ndarray) -> float:
+def rlt_sdp(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray) -> float:
     """The RLT LP with ``[[1, v^T], [v, X]]`` positive semidefinite (Shor), by Clarabel."""
-    rows, prior, duals = problem["rows"], problem["prior"], problem["duals"]
+    rows, prior, duals = problem.rows, problem.prior, problem.duals
     k = len(lower)
     a, b, c = over_estimator(lower, upper)
     moment = cp.Variable((k + 1, k + 1), symmetric=True)
@@ -144,11 +137,11 @@ def rlt_sdp(problem: dict, lower: np.ndarray, upper: np.ndarray) -> float:
 
 
 def small_case() -> None:
-    problem = pricing_problem(8)
-    lower, upper = problem["lower"], problem["upper"]
-    rays = enumerate_cone_rays(problem["rows"]).vertices
-    points = rays / (rays @ problem["prior"])[:, None]
-    maximiser = points[((problem["prior"] * points * np.log(points)).sum(axis=1) - points @ problem["duals"]).argmax()]
+    problem = fixed_duals_pricing(k=8)
+    lower, upper = problem.lower, problem.upper
+    rays = enumerate_cone_rays(problem.rows).vertices
+    points = rays / (rays @ problem.prior)[:, None]
+    maximiser = points[reduced_value(problem, points).argmax()]
     print("k = 8: excess over the exact maximum of the box (smaller is tighter)")
     print(f"  {'box':>12} {'exact':>9} {'secant LP':>10} {'RLT LP':>10} {'RLT SDP':>10} {'secant/RLT':>10}")
     for factor in (None, 1.5, 1.2, 1.1):
@@ -160,32 +153,27 @@ def small_case() -> None:
 
 
 def large_case() -> None:
-    problem = pricing_problem(50)
-    lower, upper = problem["lower"], problem["upper"]
+    problem = fixed_duals_pricing(k=50)
+    lower, upper = problem.lower, problem.upper
     start = time.perf_counter()
     secant = secant_root(problem, lower, upper)
     secant_seconds = time.perf_counter() - start
     start = time.perf_counter()
     linear = rlt_lp(problem, lower, upper)
     linear_seconds = time.perf_counter() - start
-    print(f"k = 50 root ({len(problem['rows'])} cone rows; load average {os.getloadavg()[0]:.1f}): "
+    print(f"k = 50 root ({len(problem.rows)} cone rows; load average {os.getloadavg()[0]:.1f}): "
           f"secant LP {secant:.6f} in {secant_seconds:.2f} s, RLT LP {linear:.6f} in {linear_seconds:.1f} s")
 
 
 def search_case(k: int = 20, seconds: float = 120.0) -> None:
     """Best-first branch and bound over RLT LP nodes (bisect the coordinate whose over-estimate at the LP
-    point is largest; no propagation) for ``seconds``, against ``SeparableConvexMax`` after as many nodes."""
-    import heapq
-
-    problem = pricing_problem(k)
-    prior, duals = problem["prior"], problem["duals"]
-
-    def value(v: np.ndarray) -> float:
-        return float(prior @ (v * np.log(v)) - duals @ v)
-
+    point is largest; no propagation; a child whose box misses the slice is dropped) for ``seconds``,
+    against ``SeparableConvexMax`` after as many nodes."""
+    problem = fixed_duals_pricing(k=k)
+    prior, duals = problem.prior, problem.duals
     start = time.perf_counter()
-    bound, v, squares = rlt_lp(problem, problem["lower"], problem["upper"], point=True)
-    heap, best, nodes = [(-bound, 0, problem["lower"], problem["upper"], v, squares)], value(v), 1
+    bound, v, squares = rlt_lp(problem, problem.lower, problem.upper, point=True)
+    heap, best, nodes = [(-bound, 0, problem.lower, problem.upper, v, squares)], float(reduced_value(problem, v)), 1
     while heap and time.perf_counter() - start < seconds:
         bound, _, lower, upper, v, squares = heapq.heappop(heap)
         if -bound <= best:
@@ -198,14 +186,16 @@ def search_case(k: int = 20, seconds: float = 120.0) -> None:
             child_lower[split], child_upper[split] = low, high
             child, v_child, squares_child = rlt_lp(problem, child_lower, child_upper, point=True)
             nodes += 1
-            best = max(best, value(np.clip(v_child, child_lower, child_upper)))
+            if v_child is None:
+                continue
+            best = max(best, float(reduced_value(problem, np.clip(v_child, child_lower, child_upper))))
             if child > best:
                 heapq.heappush(heap, (-child, nodes, child_lower, child_upper, v_child, squares_child))
     rlt_bound = max([-entry[0] for entry in heap] + [best])
     rlt_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    secant = problem["search"].run(-duals, problem["lower"], problem["upper"], F_DIVERGENCES["kl"],
-                                   max_nodes=nodes, max_seconds=1e9)
+    secant = problem.search.run(-duals, problem.lower, problem.upper, F_DIVERGENCES["kl"],
+                                max_nodes=nodes, max_seconds=1e9)
     print(f"k = {k}, branch and bound: RLT {rlt_bound:.6f} after {nodes} nodes in {rlt_seconds:.1f} s; secant "
           f"{secant.upper:.6f} after {secant.nodes} nodes in {time.perf_counter() - start:.1f} s (best {best:.6f})")
 
