@@ -38,8 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 

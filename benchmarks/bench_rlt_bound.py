@@ -82,15 +82,16 @@ def rlt_lp(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray, point:
     upper_x, upper_z = np.triu_indices(k)
     pair_index[upper_x, upper_z] = pair_index[upper_z, upper_x] = k + np.arange(len(upper_x))
     n = k + len(upper_x)
+    squares = pair_index[np.arange(k), np.arange(k)]  # X_xx
     a, b, c = over_estimator(lower, upper)
     objective = np.zeros(n)
     objective[:k] = prior * b - duals
-    objective[pair_index[np.arange(k), np.arange(k)]] = prior * a
+    objective[squares] = prior * a
     blocks_upper, right_upper = [], []
     cone = sparse.coo_matrix(rows)
     blocks_upper.append(sparse.hstack([-sparse.csr_matrix(rows), sparse.csr_matrix((len(rows), n - k))]))
     right_upper.append(np.zeros(len(rows)))
-    diagonal = sparse.coo_matrix((np.ones(k), (np.arange(k), pair_index[np.arange(k), np.arange(k)])), shape=(k, n))
+    diagonal = sparse.coo_matrix((np.ones(k), (np.arange(k), squares)), shape=(k, n))
     blocks_upper.append(diagonal - sparse.coo_matrix((lower + upper, (np.arange(k), np.arange(k))), shape=(k, n)))
     right_upper.append(-lower * upper)
     # g_i (v_z - l_z) >= 0 and g_i (u_z - v_z) >= 0: sum_j G_ij X_jz - bound_z sum_j G_ij v_j, for every (i, z)
@@ -116,7 +117,7 @@ def rlt_lp(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray, point:
     if solution.status != 0:
         raise RuntimeError(f"RLT LP: {solution.message}")
     value = float(-solution.fun + prior @ c)
-    return (value, solution.x[:k], solution.x[pair_index[np.arange(k), np.arange(k)]]) if point else value
+    return (value, solution.x[:k], solution.x[squares]) if point else value
 
 
 def rlt_sdp(problem: PricingProblem, lower: np.ndarray, upper: np.ndarray) -> float:
