@@ -42,7 +42,7 @@ from designer.deploy.sampler import TableSampler
 from designer.deploy.structured import build_hadamard_package, build_high_low_package
 from designer.deploy.table import deployable_table
 from designer.deploy.vectorised import VectorisedSampler
-from designer.design import design_channel
+from designer.design.vertex import design_channel
 from designer.examples import example_path
 from designer.io import read_channel, read_privacy_matrix, read_vector
 from designer.mechanisms import BlockHadamardResponse, HighLowHadamardResponse

@@ -48,10 +48,10 @@ sys.path.insert(0, str(ROOT))
 
 from timing import timed
 
-from designer.design import design_channel
+from designer.design.vertex import design_channel
 from designer.spec import PrivacyMatrix
-from designer.symmetry import ClassStructure, design_symmetric
-from designer.symmetry.compare import mechanism_utilities
+from designer.design.symmetry import ClassStructure, design_symmetric
+from designer.design.symmetry.compare import mechanism_utilities
 
 
 def staircase(k: int, epsilon: float) -> float:
@@ -123,7 +123,7 @@ def part_c() -> None:
 
 
 def part_d(sizes, budget: float) -> None:
-    from designer.gap import design_with_gap
+    from designer.design.gap import design_with_gap
 
     print(f"D. random asymmetric E, column generation, budget {budget:g} s")
     print(f"(load average {os.getloadavg()[0]:.1f})")
@@ -146,7 +146,7 @@ def classic_e(k: int, epsilon: float) -> PrivacyMatrix:
 
 
 def part_g(budget: float, nodes: int = 10_000) -> None:
-    from designer.gap import design_with_gap
+    from designer.design.gap import design_with_gap
     from designer.utility import F_DIVERGENCES
     from solvers.argmin_split import ArgminSplit
     from solvers.convex_maximization import SeparableConvexMax
@@ -192,7 +192,7 @@ class PricingProblem(NamedTuple):
 def fixed_duals_pricing(threads: int = 1, k: int = 50) -> PricingProblem:
     """The pricing problem of part F (the E of D, uniform prior, duals of the master over the classic
     seed columns) with its root box."""
-    from designer.gap.column_generation import classic_columns
+    from designer.design.gap.column_generation import classic_columns
     from designer.utility import column_information
     from solvers.convex_maximization import SeparableConvexMax
     from solvers.linear import solve_vertex_lp
@@ -208,7 +208,7 @@ def fixed_duals_pricing(threads: int = 1, k: int = 50) -> PricingProblem:
 
 
 def part_f(seconds: float = 30.0) -> None:
-    from designer.gap.column_generation import lagrangian_bound
+    from designer.design.gap.column_generation import lagrangian_bound
     from designer.utility import F_DIVERGENCES
 
     problem = fixed_duals_pricing()

@@ -19,9 +19,10 @@ import numpy as np
 
 from timing import timed
 
-from designer.matrix_mechanism import all_range_workload, design_strategy, prefix_strategy
+from designer.metric.strategy import design_strategy
+from designer.metric.workloads import all_range_workload, prefix_strategy
 from designer.noise import discrete_laplace
-from designer.range_mechanism import L1RangeMechanism
+from designer.metric.range_mechanism import L1RangeMechanism
 from designer.spec import PrivacyMatrix
 
 REPEATS = 3

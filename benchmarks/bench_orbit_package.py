@@ -37,7 +37,7 @@ from designer.deploy.sampler import check_orbit_structure  # noqa: E402
 from designer.deploy.structured import build_hadamard_package, verify_structured_package  # noqa: E402
 from designer.deploy.vectorised import VectorisedSampler  # noqa: E402
 from designer.estimation import maximum_likelihood, project_onto_simplex, tv_distance  # noqa: E402
-from designer.symmetry import ClassStructure, design_symmetric  # noqa: E402
+from designer.design.symmetry import ClassStructure, design_symmetric  # noqa: E402
 
 K, BLOCKS, N = 43_750, 35, 1_000_000
 N_NODE = 2_000_000

@@ -23,15 +23,9 @@ import numpy as np
 
 from timing import peak_megabytes, timed
 
-from designer.matrix_mechanism import (
-    all_range_workload,
-    certify_strategy,
-    design_strategy,
-    optimal_noise_scales,
-    prefix_strategy,
-    reconstruction,
-)
-from designer.range_mechanism import L1RangeMechanism, basis_matrix, cell_counts, random_ranges, true_range_counts, zipf_values
+from designer.metric.strategy import certify_strategy, design_strategy, optimal_noise_scales, reconstruction
+from designer.metric.workloads import all_range_workload, prefix_strategy
+from designer.metric.range_mechanism import L1RangeMechanism, basis_matrix, cell_counts, random_ranges, true_range_counts, zipf_values
 from designer.spec import PrivacyMatrix
 
 N_USERS = 1_000_000

@@ -1,6 +1,6 @@
 """A non-separable relaxation of the pricing problem, measured and dropped: RLT with quadratic over-estimators.
 
-The Lagrangian bound of ``designer.gap.column_generation`` needs ``rho(y) = max {sum_x p_x v_x log v_x - y . v :
+The Lagrangian bound of ``designer.design.gap.column_generation`` needs ``rho(y) = max {sum_x p_x v_x log v_x - y . v :
 v in C_E, p . v = 1}``, bounded by branch and bound over the separable secants of ``t log t``
 (``solvers.convex_maximization``). This benchmark measures the natural non-separable alternative
 (Sherali and Adams' reformulation-linearisation technique, RLT; Sherali and Tuncbilek, J. Global

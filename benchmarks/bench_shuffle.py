@@ -53,7 +53,7 @@ def unary_encoding(k: int, epsilon: float) -> np.ndarray:
 
 
 def designed_optimum(k: int, epsilon: float) -> np.ndarray:
-    from designer.design import design_channel
+    from designer.design.vertex import design_channel
     from designer.spec import PrivacyMatrix
 
     levels = np.full((k, k), epsilon)

@@ -24,7 +24,7 @@ from designer.deploy.structured import build_hadamard_package, build_high_low_pa
 from designer.shuffle import divergence  # noqa: E402
 from designer.shuffle.analysis import shuffle_guarantee  # noqa: E402
 from designer.shuffle.sources import package_pairs  # noqa: E402
-from designer.symmetry import ClassStructure, design_symmetric  # noqa: E402
+from designer.design.symmetry import ClassStructure, design_symmetric  # noqa: E402
 
 K, BLOCKS, SENSITIVE, DELTA = 43_750, 35, 3_125, 1e-6
 

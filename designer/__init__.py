@@ -32,29 +32,29 @@ _PUBLIC = {
     "BlockHadamardResponse": "designer.mechanisms",
     "Certificate": "designer.certify",
     "Channel": "designer.channel",
-    "ClassStructure": "designer.symmetry",
+    "ClassStructure": "designer.design.symmetry",
     "ChannelMechanism": "designer.mechanisms",
     "ConfidenceSet": "designer.robust.confidence",
-    "DesignResult": "designer.design",
+    "DesignResult": "designer.design.vertex",
     "ExactEpsilon": "designer.exact",
     "GeneralizedRandomizedResponse": "designer.mechanisms",
     "HadamardResponse": "designer.mechanisms",
     "HighLowHadamardResponse": "designer.mechanisms",
-    "L1RangeMechanism": "designer.range_mechanism",
+    "L1RangeMechanism": "designer.metric.range_mechanism",
     "PrivacyMatrix": "designer.spec",
-    "RangeOracle": "designer.range_mechanism",
-    "Strategy": "designer.matrix_mechanism",
+    "RangeOracle": "designer.metric.range_mechanism",
+    "Strategy": "designer.metric.strategy",
     "Violation": "designer.certify",
     "binary_optimal": "designer.mechanisms",
     "binary_privacy": "designer.mechanisms",
     "certify": "designer.certify",
-    "certify_strategy": "designer.matrix_mechanism",
-    "design_channel": "designer.design",
-    "design_expected_loss": "designer.design",
-    "design_symmetric": "designer.symmetry",
-    "design_with_gap": "designer.gap",
-    "design_overcomplete": "designer.matrix_mechanism",
-    "design_strategy": "designer.matrix_mechanism",
+    "certify_strategy": "designer.metric.strategy",
+    "design_channel": "designer.design.vertex",
+    "design_expected_loss": "designer.design.vertex",
+    "design_symmetric": "designer.design.symmetry",
+    "design_with_gap": "designer.design.gap",
+    "design_overcomplete": "designer.metric.strategy",
+    "design_strategy": "designer.metric.strategy",
     "mangat": "designer.mechanisms",
     "maximum_likelihood": "designer.estimation",
     "parallel_composition": "designer.channel",
@@ -104,11 +104,11 @@ __all__ = [
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from designer.certify import Certificate, Violation, certify
     from designer.channel import Channel, parallel_composition, sequential_composition
-    from designer.design import DesignResult, design_channel, design_expected_loss
+    from designer.design.vertex import DesignResult, design_channel, design_expected_loss
     from designer.estimation import maximum_likelihood, project_onto_simplex, unbiased_estimate
     from designer.exact import ExactEpsilon
-    from designer.gap import design_with_gap
-    from designer.matrix_mechanism import Strategy, certify_strategy, design_overcomplete, design_strategy
+    from designer.design.gap import design_with_gap
+    from designer.metric.strategy import Strategy, certify_strategy, design_overcomplete, design_strategy
     from designer.mechanisms import (
         BlockHadamardResponse,
         ChannelMechanism,
@@ -120,11 +120,11 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         mangat,
         warner,
     )
-    from designer.range_mechanism import L1RangeMechanism, RangeOracle
+    from designer.metric.range_mechanism import L1RangeMechanism, RangeOracle
     from designer.robust.confidence import ConfidenceSet
     from designer.shuffle.analysis import shuffle_channel
     from designer.spec import PrivacyMatrix
-    from designer.symmetry import ClassStructure, design_symmetric
+    from designer.design.symmetry import ClassStructure, design_symmetric
 
 
 def __getattr__(name: str) -> object:

@@ -44,7 +44,7 @@ from designer.spec import PrivacyMatrix
 from solvers.maxplus import max_log_ratio
 
 if TYPE_CHECKING:
-    from designer.matrix_mechanism import Strategy, StrategyCertificate
+    from designer.metric.strategy import Strategy, StrategyCertificate
 
 #: Absolute log-space tolerance of the float certifier.
 FLOAT_TOLERANCE = 1e-9
@@ -166,8 +166,8 @@ def certify(
     Parameters
     ----------
     channel : Channel or array (k, m), or a matrix-mechanism Strategy
-        A :class:`~designer.matrix_mechanism.Strategy` is decided by Proposition 1
-        of metric-ldp-range-counting.md (:func:`~designer.matrix_mechanism.certify_strategy`).
+        A :class:`~designer.metric.strategy.Strategy` is decided by Proposition 1
+        of metric-ldp-range-counting.md (:func:`~designer.metric.strategy.certify_strategy`).
     epsilon : PrivacyMatrix or array (k, k)
     exact : bool
         Decide every comparison exactly (see module docstring); for a strategy,
@@ -180,7 +180,7 @@ def certify(
     Certificate (a StrategyCertificate for a strategy)
     """
     if not isinstance(channel, (Channel, np.ndarray)):  # perhaps a strategy: only then load its module
-        from designer.matrix_mechanism import Strategy, certify_strategy
+        from designer.metric.strategy import Strategy, certify_strategy
 
         if isinstance(channel, Strategy):
             # Proposition 1 for the released discrete Laplace noise is decided in rational

@@ -22,7 +22,7 @@ from designer.errors import first_line
 
 NAME = "ldp-designer"
 #: The modules under :mod:`designer.commands`, in the order ``--help`` lists their commands.
-COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "deploy", "audit", "sweep", "estimate", "shuffle"]
+COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "package", "verify", "keys", "audit", "sweep", "estimate", "shuffle"]
 #: The module whose ``register`` adds each command (``tests/test_cli_lazy_commands.py`` checks it).
 COMMANDS = {
     "certify": "certify",
@@ -34,13 +34,13 @@ COMMANDS = {
     "simulate": "simulate",
     "range": "range",
     "strategy": "range",
-    "package": "deploy",
-    "package-hadamard": "deploy",
-    "verify-package": "deploy",
-    "sample-package": "deploy",
-    "package-high-low": "deploy",
-    "export-js": "deploy",
-    "keygen": "deploy",
+    "package": "package",
+    "package-hadamard": "package",
+    "verify-package": "verify",
+    "sample-package": "verify",
+    "package-high-low": "package",
+    "export-js": "keys",
+    "keygen": "keys",
     "audit": "audit",
     "sweep": "sweep",
     "estimate": "estimate",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from designer.symmetry import ClassStructure
+from designer.design.symmetry import ClassStructure
 
 #: Classic, block, high-low and utility-optimized designs small enough for the dense table.
 BASIC_STRUCTURES = {

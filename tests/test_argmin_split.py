@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from designer.design import design_channel
-from designer.gap import design_with_gap
+from designer.design.vertex import design_channel
+from designer.design.gap import design_with_gap
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information
 from solvers.argmin_split import ArgminSplit

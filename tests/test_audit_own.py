@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from designer.audit import audit_reports
-from designer.design import design_channel
+from designer.design.vertex import design_channel
 from designer.mechanisms import BlockHadamardResponse, GeneralizedRandomizedResponse, HighLowHadamardResponse
 from designer.robust.confidence import ConfidenceSet
 from designer.robust.polyopt import polyopt

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from designer.cone import DEFAULT_MAX_VERTICES, IN_PROCESS_BOUND, Cone, ConeTooLargeError, upper_bound_vertices
-from designer.design import design_channel
+from designer.design.vertex import design_channel
 from designer.spec import PrivacyMatrix
 from solvers.vertices import enumerate_cone_rays
 

@@ -27,7 +27,7 @@ from designer.deploy.package import SCHEMA_PATH, text_number
 from designer.deploy.sampler import OrbitSampler, PackageError, PackageTampered, check_orbit_structure, package_digest
 from designer.deploy.structured import verify_structured_package
 from designer.deploy.vectorised import VectorisedSampler
-from designer.symmetry import ClassStructure, design_symmetric
+from designer.design.symmetry import ClassStructure, design_symmetric
 from deploy_fixtures import P_VALUE_FLOOR, chi_square_p_value, run_page_in_chromium
 from orbit_structures import BASIC_STRUCTURES
 from test_deploy_high_low import BROWSER_PAGE

@@ -1,4 +1,4 @@
-"""designer.design and the ``design`` command: optimal channels, certificates, saving, CLI."""
+"""designer.design.vertex and the ``design`` command: optimal channels, certificates, saving, CLI."""
 
 import json
 import math
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from designer.cli import app
 from designer.cone import Cone
-from designer.design import (
+from designer.design.vertex import (
     VERTEX_UTILITIES,
     column_utility,
     design_channel,

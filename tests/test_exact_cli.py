@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from designer.cli import app
-from designer.design import MAX_DESIGN_LEVEL, MAX_FLOAT_DESIGN_LEVEL, design_channel, design_expected_loss
+from designer.design.vertex import MAX_DESIGN_LEVEL, MAX_FLOAT_DESIGN_LEVEL, design_channel, design_expected_loss
 from designer.exact import ExactEpsilon, parse_rational, plain_decimal_floats
 from designer.io import read_channel, read_privacy_matrix
 from designer.spec import PrivacyMatrix

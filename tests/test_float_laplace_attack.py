@@ -11,7 +11,7 @@ monotonically), found by bisection on the ordered bit patterns, and the noise is
 monotone in u, so one bisection over the 2^53 grid values decides it (a window
 around the bisection point guards against a non-monotone libm).
 
-The released sampler (:meth:`designer.matrix_mechanism.Strategy.respond`) puts
+The released sampler (:meth:`designer.metric.strategy.Strategy.respond`) puts
 every output on the lattice ``gamma Z`` with positive probability from every
 input, and the likelihood ratio of every output is at most ``e^eps``, checked in
 exact integer arithmetic.
@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer.matrix_mechanism import Strategy, certify_strategy
+from designer.metric.strategy import Strategy, certify_strategy
 from designer.spec import PrivacyMatrix
 
 GRID = 2**53  # numpy's random(): k * 2^-53, k uniform in [0, 2^53)

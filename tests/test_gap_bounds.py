@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from designer.design import design_channel
-from designer.gap import design_with_gap
-from designer.gap.closure_columns import subset_columns, subset_pricing
-from designer.gap.column_generation import classic_columns, closure_column_generation
+from designer.design.vertex import design_channel
+from designer.design.gap import design_with_gap
+from designer.design.gap.closure_columns import subset_columns, subset_pricing
+from designer.design.gap.column_generation import classic_columns, closure_column_generation
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information
 from solvers.convex_maximization import SeparableConvexMax
@@ -138,7 +138,7 @@ def test_lp_bounds_hold_for_every_vertex_and_are_close_to_the_lp_optimum():
 def test_lagrangian_bound_is_rounded_up():
     from fractions import Fraction
 
-    from designer.gap.column_generation import lagrangian_bound
+    from designer.design.gap.column_generation import lagrangian_bound
 
     duals = np.random.default_rng(3).normal(size=200) / 7
     bound = lagrangian_bound(duals, 0.1)

@@ -20,23 +20,20 @@ from typer.testing import CliRunner
 
 from designer.certify import certify
 from designer.cli import app
-from designer.matrix_mechanism import (
+from designer.metric.strategy import (
     Strategy,
     absorb_lattice_rounding,
-    all_range_workload,
     certify_strategy,
     design_overcomplete,
     design_strategy,
     expected_error,
-    identity_workload,
     lattice_noise,
     optimal_noise_scales,
-    prefix_strategy,
-    prefix_workload,
     reconstruction,
     snap_to_lattice,
     uniform_noise_scales,
 )
+from designer.metric.workloads import all_range_workload, identity_workload, prefix_strategy, prefix_workload
 from designer.noise import rational_rate
 from designer.spec import PrivacyMatrix
 

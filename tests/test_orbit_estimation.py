@@ -23,7 +23,7 @@ from designer.deploy.orbit import build_orbit_package, orbit_channel
 from designer.deploy.orbit_operator import OrbitOperator
 from designer.deploy.sampler import OrbitSampler, check_orbit_structure
 from designer.estimation import maximum_likelihood, tv_distance
-from designer.symmetry import ClassStructure, design_symmetric
+from designer.design.symmetry import ClassStructure, design_symmetric
 from orbit_structures import BASIC_STRUCTURES
 
 runner = CliRunner()

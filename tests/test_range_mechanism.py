@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from designer.certify import certify
 from designer.cli import app
-from designer.range_mechanism import (
+from designer.metric.range_mechanism import (
     L1RangeMechanism,
     basis_matrix,
     cell_counts,

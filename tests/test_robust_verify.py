@@ -137,9 +137,9 @@ def test_cli_verify_option_errors(records, tmp_path, extra, message):
 
 def test_cli_progress_display_keeps_stdout_json(records, tmp_path, monkeypatch):
     """With stderr taken for a terminal the progress display runs (worker thread, budget bar) on stderr only."""
-    import designer.commands.robust as robust_command
+    import designer.commands.progress as progress
 
-    monkeypatch.setattr(robust_command, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
     out = tmp_path / "Q.csv"
     result = runner.invoke(app, command(records, out, "--method", "column-generation", "--verify",
                                         "--max-seconds", "60", "--json"))

@@ -21,7 +21,7 @@ from designer.shuffle.clones import table_pairs
 from designer.shuffle.orbits import orbit_pairs
 from designer.shuffle.sources import channel_pairs, package_pairs
 from designer.spec import PrivacyMatrix
-from designer.symmetry import ClassStructure, design_symmetric
+from designer.design.symmetry import ClassStructure, design_symmetric
 from test_shuffle import exact_worst_epsilon
 
 runner = CliRunner()

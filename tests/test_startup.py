@@ -155,7 +155,7 @@ def test_unknown_attribute_is_an_attribute_error_and_submodules_resolve():
 
 def test_defaults_name_the_library_objects():
     from designer import defaults
-    from designer.design import VERTEX_UTILITIES
+    from designer.design.vertex import VERTEX_UTILITIES
     from designer.utility import F_DIVERGENCES
 
     assert tuple(F_DIVERGENCES) == defaults.F_DIVERGENCE_NAMES

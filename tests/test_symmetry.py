@@ -1,4 +1,4 @@
-"""designer.symmetry: class structures, the orbit LP against closed forms, certificates, CLI."""
+"""designer.design.symmetry: class structures, the orbit LP against closed forms, certificates, CLI."""
 
 import itertools
 import json
@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 from designer.certify import certify
 from designer.channel import Channel
 from designer.cli import app
-from designer.design import design_channel
+from designer.design.vertex import design_channel
 from designer.spec import PrivacyMatrix
-from designer.symmetry import ClassStructure, SymmetryLostError, design_symmetric, twin_classes
-from designer.symmetry.certify import certify_row_constant, structural_certificate
-from designer.symmetry.orbits import enumerate_orbits, row_levels
+from designer.design.symmetry import ClassStructure, SymmetryLostError, design_symmetric, twin_classes
+from designer.design.symmetry.certify import certify_row_constant, structural_certificate
+from designer.design.symmetry.orbits import enumerate_orbits, row_levels
 from designer.utility import f_divergence, mutual_information
 from reference import random_privacy
 
@@ -215,7 +215,7 @@ def test_mechanism_utilities_match_their_channels():
         HadamardResponse,
         HighLowHadamardResponse,
     )
-    from designer.symmetry.compare import mechanism_utilities
+    from designer.design.symmetry.compare import mechanism_utilities
 
     def values(structure):
         return {row.name: row.value for row in mechanism_utilities(structure, 1.0)}
@@ -263,7 +263,7 @@ def rappor_table(k: int, s: int, a, b, c) -> np.ndarray:
 @pytest.mark.parametrize("k, s, epsilon, class_mass", [(8, 3, math.log(4), None), (7, 2, 1.0, 0.6), (6, 1, 0.5, 0.05), (8, 6, 2.5, 0.9)])
 def test_utility_optimized_rappor_information_against_all_bit_vectors(k, s, epsilon, class_mass):
     """Class-level uRAP information (per-bit independence) = I(X;Y) over all 2^k outputs, any class prior."""
-    from designer.symmetry.compare import mechanism_utilities, rappor_bits, utility_optimized_rappor
+    from designer.design.symmetry.compare import mechanism_utilities, rappor_bits, utility_optimized_rappor
 
     prior = np.full(k, 1 / k) if class_mass is None else np.r_[np.full(s, class_mass / s), np.full(k - s, (1 - class_mass) / (k - s))]
     structure = ClassStructure.high_low(k, s, epsilon).with_distributions(prior)
@@ -280,7 +280,7 @@ def test_utility_optimized_rappor_is_exactly_e_ldp_at_log_4():
     """At eps = log 4 the bit probabilities are rational (2/3, 1/3, 1/2): the exact certifier decides the 2^8 table."""
     from fractions import Fraction
 
-    from designer.symmetry.compare import rappor_bits
+    from designer.design.symmetry.compare import rappor_bits
 
     assert rappor_bits(3, math.log(4)) == pytest.approx((2 / 3, 1 / 3, 1 / 2), abs=1e-15)
     table = rappor_table(8, 3, Fraction(2, 3), Fraction(1, 3), Fraction(1, 2))
@@ -313,7 +313,7 @@ def test_utility_optimized_rappor_parameters_are_the_largest_meeting_uldp():
     non-sensitive keep probability, or sensitive bits at more than eps / 2, break it."""
     from fractions import Fraction
 
-    from designer.symmetry.compare import rappor_bits
+    from designer.design.symmetry.compare import rappor_bits
 
     k, s, level = 6, 2, Fraction(4)
     a, b, c = Fraction(2, 3), Fraction(1, 3), Fraction(1, 2)  # e^(eps/2) = 2: 2/3, 1/3, 1 - 1/2
@@ -339,7 +339,7 @@ def test_cli_compare_table_json_and_plot(tmp_path):
 # ------------------------------------------------------ column generation
 @pytest.mark.parametrize("seed", [1, 4])
 def test_column_generation_bounds_bracket_the_enumerated_optimum(seed):
-    from designer.gap import design_with_gap
+    from designer.design.gap import design_with_gap
 
     privacy = random_privacy(6, seed)
     exact = design_channel(privacy).objective
@@ -401,7 +401,7 @@ def test_few_valued_matrices_are_written_as_the_generic_writer_would(tmp_path):
 
 
 def test_relaxation_bound_is_valid_and_tight_for_row_constant_e():
-    from designer.gap.column_generation import symmetric_relaxation_bound
+    from designer.design.gap.column_generation import symmetric_relaxation_bound
 
     for seed in range(4):
         privacy = random_privacy(7, seed)
@@ -423,9 +423,9 @@ def test_family_with_a_prior_constant_on_parts_keeps_the_reduction(tmp_path):
 
 
 def test_relaxation_bound_enumerates_the_orbits_once_and_matches_the_two_pass_route(monkeypatch):
-    import designer.symmetry.design as design_module
-    from designer.gap.column_generation import symmetric_relaxation_bound
-    from designer.symmetry.exact import information_upper_bound
+    import designer.design.symmetry.design as design_module
+    from designer.design.gap.column_generation import symmetric_relaxation_bound
+    from designer.design.symmetry.exact import information_upper_bound
 
     calls, structures = [], []
     enumerate_once, solve = design_module.enumerate_orbits, design_module.solve_orbits
@@ -452,7 +452,7 @@ def test_relaxation_bound_enumerates_the_orbits_once_and_matches_the_two_pass_ro
 
 
 def test_solve_orbits_is_the_orbit_lp_of_design_symmetric():
-    from designer.symmetry.design import solve_orbits
+    from designer.design.symmetry.design import solve_orbits
 
     structure = ClassStructure.utility_optimized(30, 5, 1.0)
     optimum, design = solve_orbits(structure), design_symmetric(structure)
@@ -464,8 +464,8 @@ def test_relaxation_levels_are_above_the_exact_closure(monkeypatch):
     """E' >= E* for the closure in rationals: the float sum 1.316 + 0.503 rounds below the true path sum."""
     from fractions import Fraction
 
-    import designer.symmetry.design as design_module
-    from designer.gap.column_generation import symmetric_relaxation_bound
+    import designer.design.symmetry.design as design_module
+    from designer.design.gap.column_generation import symmetric_relaxation_bound
 
     a, b = 1.316, 0.503
     assert Fraction(a) + Fraction(b) > Fraction(a + b)  # E*[0, 2] = a + b (through 1) is rounded down

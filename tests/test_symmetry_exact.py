@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from designer.cli import app
-from designer.design import design_channel
+from designer.design.vertex import design_channel
 from designer.spec import PrivacyMatrix
-from designer.symmetry import ClassStructure, design_symmetric
-from designer.symmetry.exact import ExactSupport, exact_structural_certificate
-from designer.symmetry.orbits import enumerate_orbits, row_levels
+from designer.design.symmetry import ClassStructure, design_symmetric
+from designer.design.symmetry.exact import ExactSupport, exact_structural_certificate
+from designer.design.symmetry.orbits import enumerate_orbits, row_levels
 
 runner = CliRunner()
 
@@ -142,8 +142,8 @@ def test_cli_exact_family_class_file_and_refusals(tmp_path):
 
 def test_dense_e_with_exact_uses_exact_twin_classes(tmp_path):
     """A dense log(3) E above k = 16 runs the exact orbit LP; differently written levels in a class refuse it."""
-    from designer.symmetry import twin_classes
-    from designer.symmetry.exact import with_exact_levels
+    from designer.design.symmetry import twin_classes
+    from designer.design.symmetry.exact import with_exact_levels
 
     k = 20
     rows = [["0" if x == z else "log(3)" for z in range(k)] for x in range(k)]

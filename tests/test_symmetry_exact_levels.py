@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from designer.symmetry import ClassStructure, design_symmetric
-from designer.symmetry.exact import exact_row_levels
-from designer.symmetry.orbits import row_levels
+from designer.design.symmetry import ClassStructure, design_symmetric
+from designer.design.symmetry.exact import exact_row_levels
+from designer.design.symmetry.orbits import row_levels
 
 
 def test_each_exact_level_is_read_once_per_design(monkeypatch):

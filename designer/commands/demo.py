@@ -61,7 +61,7 @@ def design_examples(console: Console) -> None:
     """
     import numpy as np
 
-    from designer.design import design_channel
+    from designer.design.vertex import design_channel
     from designer.io import read_channel, read_privacy_matrix, read_vector
     from designer.mechanisms import GeneralizedRandomizedResponse
     from designer.utility import mutual_information

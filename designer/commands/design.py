@@ -3,136 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from designer.commands import fail, guarded, print_json
+from designer.commands.design_inputs import FAMILIES, family_input, parse_floats, read_distribution
+from designer.commands.design_report import print_comparison, report, report_symmetric
 from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
 from designer.errors import one_line
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from designer.design import DesignResult
-    from designer.spec import PrivacyMatrix
-    from designer.symmetry import ClassStructure, SymmetricDesign
-
 UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
 NOT_CERTIFIED = 1
-#: Families ``design --family`` accepts (no dense file needed for the first four).
-FAMILIES = ("ldp", "high-low", "block", "utility-optimized", "metric-line", "metric-cycle", "metric-grid")
 METHODS = ("auto", "enumerate", "symmetry", "column-generation")
-
-
-def report(result: DesignResult, console: Console, title: str = "") -> None:
-    """Print a design result as a short readable report."""
-    colour = "green" if result.certified else "red"
-    what = "expected loss" if result.utility == "expected-loss" else f"{result.utility} (nats)"
-    console.print(
-        f"{escape(title)}[bold]{escape(result.privacy.name)}[/]: optimal {what} = {result.objective:.6g}", emoji=False
-    )
-    vertices = f"{result.n_vertices} vertices ({', '.join(sorted(set(result.methods)))}), " if result.n_vertices else ""
-    console.print(f"  {vertices}{result.n_outputs} outputs, {result.seconds:.3g} s")
-    console.print(
-        f"  [{colour}]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
-        f"margin min(E - E_Q) = {result.certificate.margin:.3g})"
-    )
-    if result.duals is not None:
-        console.print(
-            f"  optimality: dual residual {result.dual_residual:.1e}, duality gap {result.duality_gap:.1e}"
-        )
-
-
-def report_symmetric(result: SymmetricDesign, console: Console, note: str) -> None:
-    """Print a symmetric (orbit LP) design as a short readable report."""
-    colour = "green" if result.certified else "red"
-    structure = result.structure
-    console.print(
-        f"[bold]{escape(structure.name)}[/]: optimal {result.utility} (nats) = {result.objective:.12g}", emoji=False
-    )
-    console.print(f"  method: {escape(note)}", emoji=False)
-    console.print(
-        f"  {structure.k:,} symbols in {structure.r} classes, {result.n_orbits:,} vertex orbits, "
-        f"{len(result.support)} in the optimum, {result.n_outputs:,} outputs, {result.seconds:.3g} s"
-    )
-    console.print(
-        f"  [{colour}]{result.certificate.verdict}[/] ({result.certificate.mode} certificate, "
-        f"margin {result.certificate.margin:.3g})"
-    )
-    console.print(f"  optimality: dual residual {result.dual_residual:.1e}, duality gap {result.duality_gap:.1e}")
-    if result.bracket is not None:
-        bracket = result.bracket
-        console.print(
-            f"  rigorous bounds (Arb): {bracket.lower:.17g} <= optimum <= {bracket.upper:.17g} (width {bracket.width:.1e})"
-        )
-    if result.note:
-        console.print(f"  exact: {result.note}", markup=False, emoji=False)
-
-
-def family_input(family: str, k: int | None, eps, sensitive: int | None, blocks: str | None, grid: str | None):
-    """The E of ``--family``: a ClassStructure (ldp, high-low, block, utility-optimized) or a dense PrivacyMatrix (metric).
-
-    ``eps`` is read exactly (a number, ``log(3)``, ``1/2``): the class-structured families
-    keep it for ``--exact``.
-    """
-    from designer.commands.spec import equal_block_sizes, parse_int_list
-    from designer.exact import ExactEpsilon
-    from designer.spec import PrivacyMatrix
-    from designer.symmetry import ClassStructure
-
-    if family not in FAMILIES:
-        raise ValueError(f"--family must be one of {', '.join(FAMILIES)}, got {family!r}")
-    text = eps
-    try:
-        eps = ExactEpsilon.parse(text)
-    except ValueError:
-        eps = None
-    if eps is None or eps.infinite or eps.beyond_double:
-        raise ValueError(f"--eps must be a finite number >= 0 (or log(r) with r >= 1), got {text!r}")
-    if family == "metric-grid":
-        shape = parse_int_list(_need(grid, "grid", family).replace("x", ","), "grid")
-        return PrivacyMatrix.grid_l1(shape, float(eps))
-    k = _need(k, "k", family)
-    if family == "ldp":
-        return ClassStructure.classic(k, eps)
-    if family in ("high-low", "utility-optimized"):
-        count = _need(sensitive, "sensitive", family)
-        maker = ClassStructure.high_low if family == "high-low" else ClassStructure.utility_optimized
-        return maker(k, count, eps)
-    if family == "block":
-        sizes = parse_int_list(_need(blocks, "blocks", family), "blocks")
-        sizes = equal_block_sizes(k, sizes[0]) if len(sizes) == 1 else sizes
-        if sum(sizes) != k:
-            raise ValueError(f"--blocks sizes add up to {sum(sizes)}, not --k {k}")
-        return ClassStructure.block(sizes, eps)
-    import networkx as nx
-
-    graph = nx.path_graph(k) if family == "metric-line" else nx.cycle_graph(k)
-    return PrivacyMatrix.from_graph(graph, float(eps))
-
-
-def _need(value, name: str, family: str):
-    if value is None:
-        raise ValueError(f"--family {family} needs --{name}")
-    return value
-
-
-def _read_distribution(path: Path | None, what: str, privacy: PrivacyMatrix | ClassStructure) -> np.ndarray | None:
-    if path is None:
-        return None
-    import numpy as np
-
-    from designer.io import read_vector
-
-    values = read_vector(path, what)
-    if values.size != privacy.k:
-        raise ValueError(f"{path}: the {what} has {values.size} entries but E is {privacy.k} x {privacy.k}")
-    if np.any(values < 0) or abs(values.sum() - 1) > 1e-9:
-        raise ValueError(f"{path}: the {what} must be non-negative and sum to 1 (sums to {float(values.sum())!r})")
-    return values
 
 
 @guarded
@@ -192,7 +76,8 @@ def design_command(
     import numpy as np
 
     from designer.cone import irrational_ratio_note
-    from designer.design import design_channel, design_expected_loss
+    from designer.design.symmetry.route import design_structure
+    from designer.design.vertex import design_channel, design_expected_loss
     from designer.io import check_destinations, read_matrix, read_privacy_matrix
     from solvers.linear import LinearProgramError
 
@@ -209,17 +94,17 @@ def design_command(
     from designer.commands.deploy import signing_key
 
     key = signing_key(sign)
-    from designer.symmetry import ClassStructure
+    from designer.design.symmetry import ClassStructure
 
     if e_file is not None:
         privacy = read_privacy_matrix(e_file)
     elif classes_file is not None:
-        from designer.symmetry.files import read_class_structure
+        from designer.design.symmetry.files import read_class_structure
 
         privacy = read_class_structure(classes_file)
     else:
         privacy = family_input(family, k, eps, sensitive, blocks, grid)
-    prior = _read_distribution(prior_file, "prior", privacy)
+    prior = read_distribution(prior_file, "prior", privacy)
     if method == "column-generation":
         if utility != "mutual-information" or exact:
             fail("--method column-generation designs for mutual information in floating point (no --exact)")
@@ -229,8 +114,8 @@ def design_command(
         return
     note = None
     if utility != "expected-loss":
-        alternative = _read_distribution(alternative_file, "alternative", privacy)
-        structure, note = _structure(privacy, prior, alternative, method, exact)
+        alternative = read_distribution(alternative_file, "alternative", privacy)
+        structure, note = design_structure(privacy, prior, alternative, method, exact)
         if structure is not None:
             comparison = (plot, plot_eps) if compare else None
             _design_symmetric(structure, utility, note, out, summary_file, as_json, (package, key), comparison, exact)
@@ -291,27 +176,6 @@ def design_command(
             console.print(f"  package written to {package}", markup=False, emoji=False)
 
 
-def _structure(privacy, prior, alternative, method: str, exact: bool):
-    """The class structure for the orbit LP (or None: enumerate) and the note naming the method."""
-    from designer.symmetry import ClassStructure
-    from designer.symmetry.route import symmetric_structure
-
-    if isinstance(privacy, ClassStructure):
-        if method == "enumerate":
-            return None, "vertex enumeration" + (" (exact)" if exact else "")
-        return privacy.with_distributions(prior, alternative), "symmetry: classes given, orbit LP" + (" (exact)" if exact else "")
-    structure, note = symmetric_structure(privacy, prior, alternative, method)
-    if not exact:
-        return structure, note
-    if structure is not None:
-        from designer.symmetry.exact import with_exact_levels
-
-        structure = with_exact_levels(privacy, structure)
-        if structure is None:
-            return None, "symmetry lost for --exact (a twin class holds differently written levels); vertex enumeration (exact)"
-    return structure, f"{note} (exact)"
-
-
 def _design_symmetric(
     structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison,
     exact: bool = False,
@@ -322,12 +186,12 @@ def _design_symmetric(
     package of the design (:mod:`designer.deploy.orbit`), at any k.
     """
     from designer.io import json_writer, matrix_csv_writer, write_files
-    from designer.symmetry import design_symmetric
+    from designer.design.symmetry import design_symmetric
 
     package, key = package
     if comparison is not None and utility != "mutual-information":
         fail("--compare gives mutual information; use --utility mutual-information")
-    from designer.symmetry import SymmetryLostError
+    from designer.design.symmetry import SymmetryLostError
 
     try:
         result = design_symmetric(structure, utility, exact=exact)
@@ -339,13 +203,13 @@ def _design_symmetric(
     summary = {**result.summary(), "method_note": note}
     rows = []
     if comparison is not None:
-        from designer.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
+        from designer.design.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
 
         rows = mechanism_utilities(result.structure, result.objective)
         summary["compare"] = [row.__dict__ for row in rows]
         plot, plot_eps = comparison
         if plot is not None:
-            epsilons = _parse_floats(plot_eps, "plot-eps")
+            epsilons = parse_floats(plot_eps, "plot-eps")
             curves = compare_over_epsilon(result.structure, epsilons)
             plot_comparison(curves, plot, result.structure.name)
             summary["compare_curves"] = curves
@@ -374,7 +238,7 @@ def _design_symmetric(
     console = Console()
     report_symmetric(result, console, note)
     if rows:
-        _print_comparison(console, result.objective, rows)
+        print_comparison(console, result.objective, rows)
     what = "channel" if result.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
     console.print(f"  {what} written to {out}", markup=False, emoji=False)
     if document is not None:
@@ -388,7 +252,7 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, threads: in
     """Column generation with certified bounds, a progress bar of both bounds on stderr, the gap reported."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from designer.gap import design_with_gap
+    from designer.design.gap import design_with_gap
     from designer.io import json_writer, matrix_csv_writer, write_files
 
     if not 0 <= gap < 1:
@@ -430,28 +294,6 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, threads: in
         f"margin {result.certificate.margin:.3g})"
     )
     console.print(f"  channel written to {out}", markup=False, emoji=False)
-
-
-def _parse_floats(text: str, what: str) -> list[float]:
-    try:
-        values = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ValueError(f"--{what}: expected numbers separated by commas, got {text!r}") from None
-    if not values or min(values) <= 0 or not all(v < float("inf") for v in values):
-        raise ValueError(f"--{what}: expected positive finite numbers, got {text!r}")
-    return values
-
-
-def _print_comparison(console: Console, optimum: float, rows) -> None:
-    from rich.table import Table
-
-    table = Table(title="mutual information (nats) of the shipped mechanisms")
-    for column in ("mechanism", "epsilon", "I(X;Y)", "share of optimum", "gap"):
-        table.add_column(column, justify="left" if column == "mechanism" else "right")
-    table.add_row("optimum (orbit LP)", "", f"{optimum:.6g}", "1", "0")
-    for row in rows:
-        table.add_row(escape(f"{row.name} ({row.detail})" if row.detail else row.name), f"{row.epsilon:g}", f"{row.value:.6g}", f"{row.share:.4f}", f"{optimum - row.value:.4g}")
-    console.print(table)
 
 
 def register(app: typer.Typer) -> None:

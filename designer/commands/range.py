@@ -49,7 +49,7 @@ def simulate_range(m: int, dimensions: int, epsilon: float, n: int, queries: int
     """
     import numpy as np
 
-    from designer.range_mechanism import L1RangeMechanism, cell_counts, random_ranges, true_range_counts, zipf_values
+    from designer.metric.range_mechanism import L1RangeMechanism, cell_counts, random_ranges, true_range_counts, zipf_values
     from designer.simulation import check_memory
 
     if m < 1 or dimensions < 1 or n < 1 or queries < 0:
@@ -145,15 +145,8 @@ def strategy_command(
 ) -> None:
     """Design the noise scales of a matrix-mechanism strategy (problem (1)) and certify it."""
     from designer.io import InputError, check_destinations, read_privacy_matrix, write_json
-    from designer.matrix_mechanism import (
-        all_range_workload,
-        certify_strategy,
-        design_overcomplete,
-        design_strategy,
-        identity_workload,
-        prefix_strategy,
-        prefix_workload,
-    )
+    from designer.metric.strategy import certify_strategy, design_overcomplete, design_strategy
+    from designer.metric.workloads import all_range_workload, identity_workload, prefix_strategy, prefix_workload
 
     workloads = {"identity": identity_workload, "prefix": prefix_workload, "all-range": all_range_workload}
     strategies = {"identity": identity_workload, "prefix": prefix_strategy}

@@ -1,9 +1,9 @@
 """Packages of symmetric designs at class level (kind ``"orbit"``): no k x m table at any k.
 
-A design of the orbit LP (:mod:`designer.symmetry.design`) is a few support orbits; orbit o
+A design of the orbit LP (:mod:`designer.design.symmetry.design`) is a few support orbits; orbit o
 becomes ``T_o`` columns, column t putting a high value on the members of class a at ranks
 ``(i - t) mod n_a < j_a``, a low value on the next ``l_a`` ranks and 0 on the rest (the
-cyclic materialisation of :func:`designer.symmetry.design.materialise_channel`). The
+cyclic materialisation of :func:`designer.design.symmetry.design.materialise_channel`). The
 package stores exactly that structure: the classes (ranges of symbols), the class-level
 E (``class_E``), and per orbit its ``columns`` T, counts ``high`` j and ``low`` l, and
 the integer cells ``cells_high`` H and ``cells_low`` L of every class (over ``2^bits``,
@@ -55,7 +55,7 @@ from designer.deploy.sampler import (
     most_orbits,
     verify_digest,
 )
-from designer.deploy.structured import HadamardVerification, _recheck, _sealed
+from designer.deploy.proof import HadamardVerification, recheck, sealed
 from designer.deploy.table import check_bits
 from designer.exact import ExactEpsilon
 from designer.io.writing import format_number
@@ -71,7 +71,7 @@ def build_orbit_package(design, bits: int = 32) -> dict:
 
     Parameters
     ----------
-    design : designer.symmetry.design.SymmetricDesign
+    design : designer.design.symmetry.design.SymmetricDesign
         A certified float design (its support orbits, row levels and class structure).
     bits : int
         Precision of the cells (each class's cells sum to ``2^bits``).
@@ -127,7 +127,7 @@ def build_orbit_package(design, bits: int = 32) -> dict:
         if verification.certified:
             package_information = orbit_information(checked.sizes, periods, high, low, *_fractions(checked))
             document["utility"] = orbit_utility(design_information, package_information)
-            return _sealed(document, verification)
+            return sealed(document, verification)
         failure = "; ".join(verification.failed)
     raise ValueError(f"the cells do not round to an E-LDP package at {bits} bits ({failure})")
 
@@ -247,7 +247,7 @@ def verify_orbit_package(document: dict) -> HadamardVerification:
     if not isinstance(utility, dict) or set(utility) != set(ORBIT_UTILITY_MEMBERS):
         raise PackageError(f"utility must have exactly the members {', '.join(ORBIT_UTILITY_MEMBERS)}")
     verify_digest(document)  # a tampered package is refused before the proof's cost
-    verification = _recheck(document, prove_orbit(structure))
+    verification = recheck(document, prove_orbit(structure))
     if verification.certified:
         from designer.deploy.package import UTILITY_ATOL, UTILITY_RTOL, check_stored, text_number
 

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from designer.deploy.sampler import (
@@ -64,9 +63,8 @@ from designer.deploy.sampler import (
     check_common,
     check_hadamard_structure,
     check_high_low_structure,
-    package_digest,
-    verify_digest,
 )
+from designer.deploy.proof import HadamardVerification, recheck, sealed
 from designer.deploy.table import check_bits
 from designer.exact import ExactEpsilon, exp_bounds
 from designer.io.writing import format_number
@@ -77,29 +75,6 @@ HADAMARD_UTILITY_MEMBERS = ("rounding", "ideal_coin", "coin", "max_total_variati
 HIGH_LOW_UTILITY_MEMBERS = (
     "rounding", "ideal_coin", "coin", "ideal_keep", "keep", "max_total_variation", "relative_coin_change",
 )
-
-
-@dataclass(frozen=True)
-class HadamardVerification:
-    """Outcome of :func:`verify_structured_package`: the proof steps and the exact verdict.
-
-    ``ratio`` is the largest ratio ``Q(y|x) / Q(y|x')`` over the constrained pairs (``None``
-    when no pair is constrained, or a ratio is unbounded), ``margin`` = ``epsilon - log(ratio)``; ``failed`` lists the
-    proof steps whose bound is broken. ``structure``: an orbit package's checked
-    :class:`~designer.deploy.sampler.OrbitStructure` (reused by the policy check; None for other kinds)
-    and ``sha256`` the digest of the package it was proved from (empty when not from a package).
-    """
-
-    certified: bool
-    ratio: Fraction | None
-    margin: float
-    proof: tuple[str, ...]
-    k: int
-    n_outputs: int
-    mechanism: str = "block Hadamard response"
-    failed: tuple[str, ...] = ()
-    structure: object = field(default=None, repr=False, compare=False)
-    sha256: str = ""
 
 
 def largest_coin(epsilon: ExactEpsilon, bits: int) -> int:
@@ -151,7 +126,7 @@ def build_hadamard_package(block_sizes: Sequence[int], epsilon: str | float, bit
         "certificate": {},
         "utility": hadamard_utility(level, coin, bits),
     }
-    return _sealed(document, _prove_block(sizes, level, coin, bits))
+    return sealed(document, _prove_block(sizes, level, coin, bits))
 
 
 def build_high_low_package(k: int, sensitive: Iterable[int], epsilon: str | float, bits: int = 32) -> dict:
@@ -196,7 +171,7 @@ def build_high_low_package(k: int, sensitive: Iterable[int], epsilon: str | floa
         "certificate": {},
         "utility": high_low_utility(level, coin, keep, bits, len(symbols) < k),
     }
-    return _sealed(document, _prove_high_low(k, symbols, level, coin, keep, bits))
+    return sealed(document, _prove_high_low(k, symbols, level, coin, keep, bits))
 
 
 def _ideal_coin(level: ExactEpsilon) -> float:
@@ -293,7 +268,7 @@ def verify_hadamard_package(document: dict) -> HadamardVerification:
     """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a block-HR package exactly."""
     sizes, coin = check_hadamard_structure(document)
     level = _checked_fields(document, HADAMARD_UTILITY_MEMBERS)
-    verification = _recheck(document, _prove_block(sizes, level, coin, document["bits"]))
+    verification = recheck(document, _prove_block(sizes, level, coin, document["bits"]))
     if verification.certified:  # a violated package is reported as such; its numbers are moot
         _check_utility(document["utility"], hadamard_utility(level, coin, document["bits"]))
     return verification
@@ -303,7 +278,7 @@ def verify_high_low_package(document: dict) -> HadamardVerification:
     """Check structure (exit 2), SHA-256 (exit 1) and re-prove the privacy of a high-low HR package exactly."""
     k, sensitive, coin, keep = check_high_low_structure(document)
     level = _checked_fields(document, HIGH_LOW_UTILITY_MEMBERS)
-    verification = _recheck(document, _prove_high_low(k, sensitive, level, coin, keep, document["bits"]))
+    verification = recheck(document, _prove_high_low(k, sensitive, level, coin, keep, document["bits"]))
     if verification.certified:  # a violated package is reported as such; its numbers are moot
         _check_utility(document["utility"], high_low_utility(level, coin, keep, document["bits"], len(sensitive) < k))
     return verification
@@ -328,18 +303,6 @@ def _level_and_coin(epsilon: str | float, bits: int) -> tuple[ExactEpsilon, int]
     return level, largest_coin(level, bits)
 
 
-def _sealed(document: dict, verification: HadamardVerification) -> dict:
-    """Store the proof as the certificate and the hash; a built package must prove itself."""
-    if not verification.certified:  # largest_coin guarantees the ratios; kept as a guard on the proof itself
-        raise ValueError(f"the {verification.mechanism} thresholds do not satisfy their own bound")
-    document["certificate"] = {
-        "verdict": "certified", "mode": "exact", "margin": format_number(verification.margin),
-        "proof": list(verification.proof),
-    }
-    document["sha256"] = package_digest(document)
-    return document
-
-
 def _checked_fields(document: dict, utility_members: tuple[str, ...]) -> ExactEpsilon:
     """Check the level, certificate and utility members (exit 2); return the exact level."""
     try:
@@ -355,17 +318,6 @@ def _checked_fields(document: dict, utility_members: tuple[str, ...]) -> ExactEp
     if not isinstance(utility, dict) or set(utility) != set(utility_members):
         raise PackageError(f"utility must have exactly the members {', '.join(utility_members)}")
     return level
-
-
-def _recheck(document: dict, verification: HadamardVerification) -> HadamardVerification:
-    """The hash must match, and a certified package's stored proof must be the recomputed one (else PackageTampered).
-
-    Returns the verification bound to the document's ``sha256``.
-    """
-    verify_digest(document)
-    if verification.certified and document["certificate"].get("proof") != list(verification.proof):
-        raise PackageTampered("the stored proof differs from the recomputed one")
-    return replace(verification, sha256=document["sha256"])
 
 
 def _bound(

@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from designer import theory
+import designer.theory as theory
 from designer.mechanisms.base import Level, Mechanism, RatioCheck, StructureCheck, rows_to_channel_array
 from designer.spec import PrivacyMatrix, block_partition
 from solvers.hadamard import fwht, hadamard_sign, next_power_of_two_above

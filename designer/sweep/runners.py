@@ -86,7 +86,7 @@ def seed_of(cell_hash: str) -> int:
 
 
 def _design(cell: dict, cell_hash: str) -> dict:
-    from designer.design import design_channel, design_expected_loss
+    from designer.design.vertex import design_channel, design_expected_loss
     from designer.sweep.cells import privacy_matrix
 
     privacy = privacy_matrix(cell)
@@ -155,7 +155,7 @@ def _simulate(cell: dict, cell_hash: str) -> dict:
 RUNNERS = {"design": _design, "robust-design": _robust_design, "certify": _certify, "simulate": _simulate}
 #: The library modules each runner imports on its first cell.
 RUNNER_MODULES = {
-    "design": ("designer.design", "designer.certify"),
+    "design": ("designer.design.vertex", "designer.certify"),
     "robust-design": ("designer.robust.certify", "designer.robust.confidence", "designer.robust.polyopt",
                       "designer.robust.protocols"),
     "certify": ("designer.certify", "designer.io"),

@@ -10,18 +10,18 @@ The same guarantees as ``design --exact`` on the enumeration path
   as on the enumeration path. The float LP picks the support orbits; their weights solve
   ``sum_o theta_o s_a(v_o) = n_a`` exactly (python-flint), and must be non-negative.
 * **Exact certificate.** :func:`exact_structural_certificate` checks the class-level proof
-  of :mod:`designer.symmetry.certify` in rationals: counts within the class sizes, every
+  of :mod:`designer.design.symmetry.certify` in rationals: counts within the class sizes, every
   high value ``r_a <= e^{eps_a}`` decided exactly (:meth:`designer.exact.ExactEpsilon.allows`),
   class row sums exactly 1. Small channels are also tabulated in rationals and given to the
   exact certifier (:func:`designer.certify.certify` with ``exact=True``).
 * **Rigorous optimality bracket** (mutual information). The lower bound is the exact
   channel's information, ``sum_o theta_o mu(v_o)`` in Arb balls. The upper bound is the
-  dual of :mod:`designer.symmetry.orbits` made rigorous: ``y`` (the LP's float duals, read
+  dual of :mod:`designer.design.symmetry.orbits` made rigorous: ``y`` (the LP's float duals, read
   as rationals) is raised by ``delta = max_o (mu(v_o) - y . s(v_o)) / sum_a s_a(v_o)``
   (``delta >= 0``), evaluated in Arb over *every* orbit with the true ``e^{eps_a}``; then
   ``mu(v) <= (y + delta) . s(v)`` for every generator of the true cone, so by sublinearity
   every E-LDP channel has ``I(X; Y) <= sum_a n_a (y_a + delta)`` (Kairouz, Oh, Viswanath
-  2014, Theorem 4; the LP dual argument of :mod:`designer.design`). Both bounds are
+  2014, Theorem 4; the LP dual argument of :mod:`designer.design.vertex`). Both bounds are
   rounded outward to floats.
 """
 
@@ -35,9 +35,9 @@ import numpy as np
 
 from designer.cone import exact_ratio, irrational_ratio_note
 from designer.exact import ExactEpsilon, arb_fraction, arb_precision, ball_bounds, float_outward, fmpq_fraction
-from designer.symmetry.certify import StructureCertificate
-from designer.symmetry.classes import ClassStructure
-from designer.symmetry.orbits import Orbits
+from designer.design.symmetry.certify import StructureCertificate
+from designer.design.symmetry.classes import ClassStructure
+from designer.design.symmetry.orbits import Orbits
 
 #: Bits of the Arb balls of the optimality bracket.
 BRACKET_BITS = 128
@@ -61,7 +61,7 @@ class OptimalityBracket:
 def exact_row_levels(structure: ClassStructure, components: list[np.ndarray], epsilon: np.ndarray) -> list:
     """The exact row level of every class (None for a free class): its entries inside its component, which must all be equal.
 
-    (:func:`designer.symmetry.orbits.row_levels` checks that the floats agree; two levels
+    (:func:`designer.design.symmetry.orbits.row_levels` checks that the floats agree; two levels
     written differently with the same float, ``log(3)`` and ``1.0986122886681098``, are
     refused here, since the exact certificate assumes one level per row.) Computed once per design:
     every later step reads this list.
@@ -180,7 +180,7 @@ class ExactSupport:
 
 
 def exact_structural_certificate(solution: ExactSupport) -> StructureCertificate:
-    """The class-level proof of :mod:`designer.symmetry.certify`, decided in exact arithmetic.
+    """The class-level proof of :mod:`designer.design.symmetry.certify`, decided in exact arithmetic.
 
     ``margin`` is ``min eps_a - log r_a`` over the high classes of the support (0 for ``log(r)``).
     """

@@ -29,7 +29,7 @@ import numpy as np
 
 from designer.certify import FLOAT_TOLERANCE, certify
 from designer.channel import Channel
-from designer.symmetry.classes import ClassStructure
+from designer.design.symmetry.classes import ClassStructure
 
 #: Use the full certifier (O(k^2 m)) below this many pair-output checks.
 FULL_CERTIFIER_WORK = 50_000_000

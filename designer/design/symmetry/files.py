@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from designer.exact import ExactEpsilon
-from designer.symmetry.classes import ClassStructure
+from designer.design.symmetry.classes import ClassStructure
 
 SCHEMA_PATH = Path(__file__).with_name("class-structure.schema.json")
 

@@ -1,12 +1,12 @@
 """Vertex orbits of a row-constant class-structured cone, and the orbit LP.
 
 Symmetry reduction (Gatermann and Parrilo 2004, Section 3; Bödi, Herr and Joswig,
-Math. Program. 2013, for LPs). The vertex LP of :mod:`designer.design`,
+Math. Program. 2013, for LPs). The vertex LP of :mod:`designer.design.vertex`,
 
     maximise sum_v theta_v mu(v)   s.t.  sum_v theta_v v = 1,  theta >= 0,
 
 is invariant under the group G = Sym(C_1) x ... x Sym(C_r) of a class structure
-(:mod:`designer.symmetry.classes`): G permutes the cone's vertices and ``mu`` is
+(:mod:`designer.design.symmetry.classes`): G permutes the cone's vertices and ``mu`` is
 G-invariant when the prior (and alternative) are constant on classes. Averaging an
 optimal theta over G keeps it feasible and optimal (the LP is convex), so an
 optimum spreads its weight uniformly over *orbits*. For an orbit with
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.symmetry.classes import ClassStructure
+from designer.design.symmetry.classes import ClassStructure
 from designer.utility import F_DIVERGENCES
 
 #: Refuse to enumerate more orbits than this (the product of (n_a + 1) over classes).

@@ -9,7 +9,7 @@ iff E depends only on the classes,
 
 and the distributions are constant on classes. The group of such permutations is
 ``Sym(C_1) x ... x Sym(C_r)``; the design LP is invariant under it (see
-:mod:`designer.symmetry.orbits`).
+:mod:`designer.design.symmetry.orbits`).
 
 From a dense E, classes are *twin classes*: x and x' are twins at level c when
 ``E[x, x'] = E[x', x] = c`` and their rows and columns agree everywhere else. With
@@ -23,7 +23,7 @@ colour although only the permutations that keep blocks together preserve E.)
 Families give their class structure without any dense matrix
 (:meth:`ClassStructure.classic`, :meth:`~ClassStructure.high_low`,
 :meth:`~ClassStructure.block`, :meth:`~ClassStructure.utility_optimized`), and a JSON
-file gives it directly (:func:`designer.symmetry.files.read_class_structure`).
+file gives it directly (:func:`designer.design.symmetry.files.read_class_structure`).
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ class ClassStructure:
         Splitting a class keeps every permutation inside a part a symmetry (E depends only on
         the classes), so the reduction survives wherever the distributions are constant on
         the parts; the parts may be many (then the orbit LP refuses, see
-        :func:`designer.symmetry.orbits.enumerate_orbits`).
+        :func:`designer.design.symmetry.orbits.enumerate_orbits`).
         """
         if prior is None and alternative is None:
             return self

@@ -1,4 +1,4 @@
-"""Optimal E-LDP channels through the orbit LP (:mod:`designer.symmetry.orbits`).
+"""Optimal E-LDP channels through the orbit LP (:mod:`designer.design.symmetry.orbits`).
 
 Deployable channels with few outputs. A basic optimum of the orbit LP uses at
 most r orbits. An orbit with counts ``j_a`` becomes T columns: column t puts
@@ -12,11 +12,11 @@ needs 1000 outputs, not ``C(1000, j)``. A free-unit orbit becomes the ``n_b`` un
 columns of its class.
 
 Certification. A materialised channel (k m entries within :data:`MAX_CHANNEL_ENTRIES`)
-is certified by :func:`designer.symmetry.certify.certify_row_constant`, which decides
+is certified by :func:`designer.design.symmetry.certify.certify_row_constant`, which decides
 the same per-output condition as :func:`designer.certify.certify` in O(k m) instead
 of O(k^2 m) (E is row-constant), or by :func:`designer.certify.certify` itself when
 ``k^2 m`` is small. Above that, the design is returned at class level with the
-structural certificate of :func:`designer.symmetry.certify.structural_certificate`.
+structural certificate of :func:`designer.design.symmetry.certify.structural_certificate`.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from fractions import Fraction
 import numpy as np
 
 from designer.channel import Channel
-from designer.symmetry.certify import (
+from designer.design.symmetry.certify import (
     FULL_CERTIFIER_WORK,
     StructureCertificate,
     certify_materialised,
     structural_certificate,
 )
-from designer.symmetry.classes import ClassStructure
-from designer.symmetry.exact import OptimalityBracket
-from designer.symmetry.orbits import Orbits, enumerate_orbits, orbit_values, row_levels
+from designer.design.symmetry.classes import ClassStructure
+from designer.design.symmetry.exact import OptimalityBracket
+from designer.design.symmetry.orbits import Orbits, enumerate_orbits, orbit_values, row_levels
 from designer.utility import F_DIVERGENCES
 from solvers.linear import TIGHT_TOLERANCES, solve_vertex_lp
 
@@ -83,7 +83,7 @@ class SymmetricDesign:
     certificate : StructureCertificate
     row_levels : ndarray (r,)
     exact : bool
-        Rational weights and channel, exact certificate (:mod:`designer.symmetry.exact`).
+        Rational weights and channel, exact certificate (:mod:`designer.design.symmetry.exact`).
     bracket : OptimalityBracket or None
         Exact mutual-information designs: rigorous bounds on the optimum.
     note : str or None
@@ -158,8 +158,8 @@ class SymmetricDesign:
 class OrbitOptimum:
     """The orbit LP of a row-constant class structure, solved (:func:`solve_orbits`).
 
-    ``epsilon`` and ``components`` are :func:`designer.symmetry.orbits.row_levels`; ``orbits`` every
-    orbit (:func:`designer.symmetry.orbits.enumerate_orbits`), ``values`` their ``mu(v_o)``,
+    ``epsilon`` and ``components`` are :func:`designer.design.symmetry.orbits.row_levels`; ``orbits`` every
+    orbit (:func:`designer.design.symmetry.orbits.enumerate_orbits`), ``values`` their ``mu(v_o)``,
     ``weights`` the LP's (polished) orbit weights and ``duals`` its per-class duals ``y_a``.
     """
 
@@ -176,10 +176,10 @@ class OrbitOptimum:
 
 
 def solve_orbits(structure: ClassStructure, utility: str = "mutual-information", timings: dict | None = None) -> OrbitOptimum:
-    """Row levels, every orbit and the orbit LP's optimum (:mod:`designer.symmetry.orbits`), each computed once.
+    """Row levels, every orbit and the orbit LP's optimum (:mod:`designer.design.symmetry.orbits`), each computed once.
 
     ``timings``: when given, receives the seconds of ``"orbits"`` (enumeration and values) and ``"lp"``.
-    Raises :class:`designer.symmetry.orbits.SymmetryLostError` as :func:`design_symmetric`.
+    Raises :class:`designer.design.symmetry.orbits.SymmetryLostError` as :func:`design_symmetric`.
     """
     timings = {} if timings is None else timings
     tick = time.perf_counter()
@@ -209,13 +209,13 @@ def design_symmetric(
     materialise : bool
         Build the k x m channel when it has at most :data:`MAX_CHANNEL_ENTRIES` entries.
     exact : bool
-        Rational weights (and channel, up to :data:`designer.symmetry.exact.MAX_EXACT_ENTRIES`
+        Rational weights (and channel, up to :data:`designer.design.symmetry.exact.MAX_EXACT_ENTRIES`
         entries), certified exactly; for mutual information a rigorous bracket of the optimum
-        (:mod:`designer.symmetry.exact`).
+        (:mod:`designer.design.symmetry.exact`).
 
     Raises
     ------
-    designer.symmetry.orbits.SymmetryLostError
+    designer.design.symmetry.orbits.SymmetryLostError
         When E is not row-constant in some component or has too many orbits.
     """
     start = time.perf_counter()
@@ -251,9 +251,9 @@ def design_symmetric(
 
 
 def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings):
-    """The exact branch of :func:`design_symmetric` (:mod:`designer.symmetry.exact`)."""
+    """The exact branch of :func:`design_symmetric` (:mod:`designer.design.symmetry.exact`)."""
     from designer.certify import certify
-    from designer.symmetry import exact as rational
+    import designer.design.symmetry.exact as rational
 
     tick = time.perf_counter()
     levels = rational.exact_row_levels(structure, components, epsilon)

@@ -1,6 +1,6 @@
 """Column generation with a certified gap: a certified channel (lower bound) and a proven upper bound.
 
-The mutual-information design LP over the cone's vertices (:mod:`designer.design`)
+The mutual-information design LP over the cone's vertices (:mod:`designer.design.vertex`)
 is solved over a *restricted* set of columns (the master LP); its duals y price
 new columns, and the same pricing problem gives an upper bound on the optimum.
 
@@ -28,7 +28,7 @@ At the master's optimal duals, ``sum(y)`` is the master's value and ``rho(y) >= 
 the bound closes as pricing finds nothing.
 
 Columns come first from subset (max-plus) columns of the closure priced by local search
-(:mod:`designer.gap.closure_columns`, up to :data:`SUBSET_SHARE` of the budget, seeded with the
+(:mod:`designer.design.gap.closure_columns`, up to :data:`SUBSET_SHARE` of the budget, seeded with the
 optimal classic ``min E``-LDP channel, :func:`classic_columns`), then from the linearisation
 heuristic of :mod:`solvers.column_generation` (until :data:`HEURISTIC_SHARE` of the budget), then
 from the branch and bound's incumbents.
@@ -46,7 +46,7 @@ Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
 ``Q[x, y] <= e^{E*[x, x']} Q[x', y] <= e^{eps'_x} Q[x', y]`` with ``eps'_x >= max_{x'} E*[x, x']``,
 so it is E'-LDP for the row-constant ``E'[x, x'] = eps'_x`` and ``OPT(E) <= OPT(E')``. Rounding the
 row maxima of the closure up to a grid of a few levels makes E' class-structured, and the orbit
-LP (:mod:`designer.symmetry`) gives ``OPT(E')`` exactly (:func:`symmetric_relaxation_bound`).
+LP (:mod:`designer.design.symmetry`) gives ``OPT(E')`` exactly (:func:`symmetric_relaxation_bound`).
 The reported upper bound is the smaller of the two.
 
 Lower bound: the master's channel, repaired onto the cone
@@ -69,8 +69,8 @@ from scipy import sparse
 
 from designer.certify import Certificate, certify
 from designer.channel import Channel
-from designer.design import merge_proportional_columns, project_into_cone
-from designer.gap.closure_columns import subset_pricing
+from designer.design.vertex import merge_proportional_columns, project_into_cone
+from designer.design.gap.closure_columns import subset_pricing
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information, mutual_information
 from solvers.argmin_split import ArgminSplit
@@ -87,7 +87,7 @@ RELAXATION_ORBITS = 100_000
 #: Share of the time budget given first to the linearisation heuristic of solvers.column_generation
 #: (it stops earlier when a pricing round finds no improving column); the rest goes to the bound.
 HEURISTIC_SHARE = 0.3
-#: Share of the time budget (at most) for column generation over subset columns (designer.gap.closure_columns).
+#: Share of the time budget (at most) for column generation over subset columns (designer.design.gap.closure_columns).
 SUBSET_SHARE = 0.25
 #: Midpoints of this many random pairs of basic columns start the heuristic's ascents per round
 #: (all pairs cost O(k^2) ascents per round: 30-60 s per round at k = 50).
@@ -309,7 +309,7 @@ def lagrangian_bound(duals: np.ndarray, pricing_bound: float) -> float:
 
 def closure_column_generation(privacy: PrivacyMatrix, prior: np.ndarray, columns: np.ndarray, deadline: float,
                                random_starts: int = 32, seed: int = 0) -> np.ndarray:
-    """Column generation over the subset columns of :mod:`designer.gap.closure_columns` until no start improves.
+    """Column generation over the subset columns of :mod:`designer.design.gap.closure_columns` until no start improves.
 
     Starts per round: the sets ``{x : v_x > median(v)}`` of the master's basic columns and random
     subsets of densities 5-50%; stops at ``deadline`` (a ``time.perf_counter()`` value). Returns
@@ -335,7 +335,7 @@ def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> flo
     """An upper bound on ``OPT(E')`` for the row-constant relaxation E' >= E* of the module docstring (inf if none).
 
     The orbit LP's float duals are made feasible and evaluated in Arb
-    (:func:`designer.symmetry.exact.information_upper_bound`), so the bound is proven, not the LP's float value.
+    (:func:`designer.design.symmetry.exact.information_upper_bound`), so the bound is proven, not the LP's float value.
 
     Row maxima of E* are rounded up to the finest grid of at most :data:`RELAXATION_LEVELS` levels
     whose classes (equal level and equal prior) keep the orbit LP within its orbit limit. E* is a
@@ -343,9 +343,9 @@ def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> flo
     round below the true path sum by up to ``(k - 2) u`` relative (``u = 2^-53``), so the row maxima are
     first raised by ``2 k`` machine epsilons; then ``E' >= E*`` holds for the true closure too.
     """
-    from designer.symmetry import ClassStructure, SymmetryLostError
-    from designer.symmetry.design import solve_orbits
-    from designer.symmetry.exact import information_upper_bound
+    from designer.design.symmetry import ClassStructure, SymmetryLostError
+    from designer.design.symmetry.design import solve_orbits
+    from designer.design.symmetry.exact import information_upper_bound
 
     k = privacy.k
     closure = privacy.closure().epsilon.copy()
@@ -381,9 +381,9 @@ def classic_columns(privacy: PrivacyMatrix) -> np.ndarray:
     """Columns of the optimal classic ``eps_min``-LDP channel (uniform prior), ``eps_min = min E``.
 
     It is E-LDP (``e^{eps_min} <= e^{E[x, x']}``), so the master starts at least at its value;
-    its k cyclic shifts come from the orbit LP (:func:`designer.symmetry.design_symmetric`).
+    its k cyclic shifts come from the orbit LP (:func:`designer.design.symmetry.design_symmetric`).
     """
-    from designer.symmetry import ClassStructure, design_symmetric
+    from designer.design.symmetry import ClassStructure, design_symmetric
 
     k = privacy.k
     smallest = float(np.min(privacy.epsilon[~np.eye(k, dtype=bool)])) if k > 1 else 0.0

@@ -2,7 +2,7 @@
 
 Every mechanism below has columns with two values on the symbols of a class, a
 high ``e^eps`` and a low 1, times a scale; so its mutual information is
-``sum_columns scale mu(counts)`` with ``mu`` of :func:`designer.symmetry.orbits.orbit_values`,
+``sum_columns scale mu(counts)`` with ``mu`` of :func:`designer.design.symmetry.orbits.orbit_values`,
 whatever k is (no k x m table). Mechanisms use ``eps_min``, the smallest level of E
 between distinct symbols: then they are E-LDP for E (classic ones satisfy every
 pair at ``eps_min``; the structured ones are built for their family).
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.symmetry.classes import ClassStructure
-from designer.symmetry.orbits import Orbits, orbit_values
+from designer.design.symmetry.classes import ClassStructure
+from designer.design.symmetry.orbits import Orbits, orbit_values
 from designer.utility import entropy
 from solvers.hadamard import fwht, next_power_of_two_above
 
@@ -232,7 +232,7 @@ def compare_over_epsilon(structure: ClassStructure, epsilons) -> dict:
     Returns ``{"epsilon": [...], "optimum": [...], name: [...], ...}`` (mechanisms in the
     order of :func:`mechanism_utilities`).
     """
-    from designer.symmetry.design import solve_orbits
+    from designer.design.symmetry.design import solve_orbits
 
     curves: dict[str, list] = {"epsilon": [], "optimum": []}
     for epsilon in epsilons:

@@ -1,0 +1,56 @@
+"""``ldp-designer keygen`` and ``export-js``: signing keys and the JavaScript client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from designer.commands import guarded, print_json
+
+JS_CLIENT = Path(__file__).resolve().parent.parent / "deploy" / "js" / "ldp-client.mjs"
+
+
+@guarded
+def keygen_command(
+    out: Path = typer.Option(..., "--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Create an Ed25519 key pair for signing packages (never overwrites a key). Exit 0 written, 2 bad input."""
+    import base64
+
+    from designer.deploy.sampler import key_fingerprint
+    from designer.deploy.signing import generate_key_files
+
+    private_path, public_path, public = generate_key_files(out)
+    encoded = base64.b64encode(public).decode("ascii")
+    if as_json:
+        print_json({"private_key": str(private_path), "public_key": str(public_path), "public_key_base64": encoded,
+                    "fingerprint": key_fingerprint(public)})
+        return
+    console = Console()
+    console.print(escape(f"private key {private_path} (mode 0600: keep it secret; package --sign {private_path})"))
+    console.print(escape(f"public key  {public_path}: {encoded} (fingerprint {key_fingerprint(public)}; give it "
+                         f"to the clients: verify-package --public-key {public_path})"))
+
+
+@guarded
+def export_js_command(
+    out: Path = typer.Option(..., "--out", help="Folder to write ldp-client.mjs into."),
+) -> None:
+    """Write the JavaScript client (an ES module, no dependencies) into a folder."""
+    from designer.io.writing import write_files
+
+    if not out.is_dir():
+        raise ValueError(f"--out {out} is not an existing folder")
+    text = JS_CLIENT.read_text()
+    target = out / JS_CLIENT.name
+    write_files([(target, lambda handle: handle.write(text))])
+    Console().print(escape(f"wrote {target} (ES module: import {{ loadPackage }} from './{JS_CLIENT.name}')"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("keygen")(keygen_command)
+    app.command("export-js")(export_js_command)
