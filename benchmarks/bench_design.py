@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import timed
 
 from designer.cone import Cone
-from designer.design.vertex import column_utility, design_channel, design_expected_loss
+from designer.design.expected_loss import design_expected_loss
+from designer.design.vertex import column_utility, design_channel
 from designer.spec import PrivacyMatrix
 from solvers.linear import solve_vertex_lp
 from solvers.vertices import enumerate_cone_rays, uniform_ratio_cone_rays

@@ -35,7 +35,7 @@ _PUBLIC = {
     "ClassStructure": "designer.design.symmetry",
     "ChannelMechanism": "designer.mechanisms",
     "ConfidenceSet": "designer.robust.confidence",
-    "DesignResult": "designer.design.vertex",
+    "DesignResult": "designer.design.result",
     "ExactEpsilon": "designer.exact",
     "GeneralizedRandomizedResponse": "designer.mechanisms",
     "HadamardResponse": "designer.mechanisms",
@@ -50,7 +50,7 @@ _PUBLIC = {
     "certify": "designer.certify",
     "certify_strategy": "designer.metric.strategy",
     "design_channel": "designer.design.vertex",
-    "design_expected_loss": "designer.design.vertex",
+    "design_expected_loss": "designer.design.expected_loss",
     "design_symmetric": "designer.design.symmetry",
     "design_with_gap": "designer.design.gap",
     "design_overcomplete": "designer.metric.strategy",
@@ -104,11 +104,13 @@ __all__ = [
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from designer.certify import Certificate, Violation, certify
     from designer.channel import Channel, parallel_composition, sequential_composition
-    from designer.design.vertex import DesignResult, design_channel, design_expected_loss
+    from designer.design.expected_loss import design_expected_loss
+    from designer.design.gap import design_with_gap
+    from designer.design.result import DesignResult
+    from designer.design.symmetry import ClassStructure, design_symmetric
+    from designer.design.vertex import design_channel
     from designer.estimation import maximum_likelihood, project_onto_simplex, unbiased_estimate
     from designer.exact import ExactEpsilon
-    from designer.design.gap import design_with_gap
-    from designer.metric.strategy import Strategy, certify_strategy, design_overcomplete, design_strategy
     from designer.mechanisms import (
         BlockHadamardResponse,
         ChannelMechanism,
@@ -121,10 +123,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         warner,
     )
     from designer.metric.range_mechanism import L1RangeMechanism, RangeOracle
+    from designer.metric.strategy import Strategy, certify_strategy, design_overcomplete, design_strategy
     from designer.robust.confidence import ConfidenceSet
     from designer.shuffle.analysis import shuffle_channel
     from designer.spec import PrivacyMatrix
-    from designer.design.symmetry import ClassStructure, design_symmetric
 
 
 def __getattr__(name: str) -> object:

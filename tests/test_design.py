@@ -12,14 +12,9 @@ from typer.testing import CliRunner
 
 from designer.cli import app
 from designer.cone import Cone
-from designer.design.vertex import (
-    VERTEX_UTILITIES,
-    column_utility,
-    design_channel,
-    design_expected_loss,
-    merge_proportional_columns,
-    project_into_cone,
-)
+from designer.design.expected_loss import design_expected_loss
+from designer.design.repair import merge_proportional_columns, project_into_cone
+from designer.design.vertex import VERTEX_UTILITIES, column_utility, design_channel
 from designer.examples import example_path
 from designer.io import read_channel
 from designer.mechanisms import (

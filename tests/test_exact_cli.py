@@ -16,7 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from designer.cli import app
-from designer.design.vertex import MAX_DESIGN_LEVEL, MAX_FLOAT_DESIGN_LEVEL, design_channel, design_expected_loss
+from designer.design.expected_loss import design_expected_loss
+from designer.design.repair import MAX_DESIGN_LEVEL, MAX_FLOAT_DESIGN_LEVEL
+from designer.design.vertex import design_channel
 from designer.exact import ExactEpsilon, parse_rational, plain_decimal_floats
 from designer.io import read_channel, read_privacy_matrix
 from designer.spec import PrivacyMatrix

@@ -9,9 +9,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from designer.commands import fail, guarded, print_json
-from designer.commands.design_inputs import FAMILIES, family_input, parse_floats, read_distribution
+from designer.commands.design_inputs import (
+    FAMILIES,
+    family_input,
+    parse_floats,
+    read_distribution,
+)
 from designer.commands.design_report import print_comparison, report, report_symmetric
-from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES, VERTEX_UTILITIES
+from designer.defaults import (
+    DEFAULT_MAX_SECONDS,
+    DEFAULT_MAX_VERTICES,
+    VERTEX_UTILITIES,
+)
 from designer.errors import one_line
 
 UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
@@ -76,8 +85,9 @@ def design_command(
     import numpy as np
 
     from designer.cone import irrational_ratio_note
+    from designer.design.expected_loss import design_expected_loss
     from designer.design.symmetry.route import design_structure
-    from designer.design.vertex import design_channel, design_expected_loss
+    from designer.design.vertex import design_channel
     from designer.io import check_destinations, read_matrix, read_privacy_matrix
     from solvers.linear import LinearProgramError
 
@@ -185,8 +195,8 @@ def _design_symmetric(
     ``package`` is ``(path or None, signing key or None)``: ``--package`` writes an ``orbit``
     package of the design (:mod:`designer.deploy.orbit`), at any k.
     """
-    from designer.io import json_writer, matrix_csv_writer, write_files
     from designer.design.symmetry import design_symmetric
+    from designer.io import json_writer, matrix_csv_writer, write_files
 
     package, key = package
     if comparison is not None and utility != "mutual-information":
@@ -203,7 +213,11 @@ def _design_symmetric(
     summary = {**result.summary(), "method_note": note}
     rows = []
     if comparison is not None:
-        from designer.design.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
+        from designer.design.symmetry.compare import (
+            compare_over_epsilon,
+            mechanism_utilities,
+            plot_comparison,
+        )
 
         rows = mechanism_utilities(result.structure, result.objective)
         summary["compare"] = [row.__dict__ for row in rows]

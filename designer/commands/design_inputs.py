@@ -22,9 +22,9 @@ def family_input(family: str, k: int | None, eps, sensitive: int | None, blocks:
     keep it for ``--exact``.
     """
     from designer.commands.spec import equal_block_sizes, parse_int_list
+    from designer.design.symmetry import ClassStructure
     from designer.exact import ExactEpsilon
     from designer.spec import PrivacyMatrix
-    from designer.design.symmetry import ClassStructure
 
     if family not in FAMILIES:
         raise ValueError(f"--family must be one of {', '.join(FAMILIES)}, got {family!r}")

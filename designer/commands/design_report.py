@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
+    from designer.design.result import DesignResult
     from designer.design.symmetry import SymmetricDesign
-    from designer.design.vertex import DesignResult
 
 
 def report(result: DesignResult, console: Console, title: str = "") -> None:

@@ -86,7 +86,8 @@ def seed_of(cell_hash: str) -> int:
 
 
 def _design(cell: dict, cell_hash: str) -> dict:
-    from designer.design.vertex import design_channel, design_expected_loss
+    from designer.design.expected_loss import design_expected_loss
+    from designer.design.vertex import design_channel
     from designer.sweep.cells import privacy_matrix
 
     privacy = privacy_matrix(cell)

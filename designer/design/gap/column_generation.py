@@ -69,8 +69,8 @@ from scipy import sparse
 
 from designer.certify import Certificate, certify
 from designer.channel import Channel
-from designer.design.vertex import merge_proportional_columns, project_into_cone
 from designer.design.gap.closure_columns import subset_pricing
+from designer.design.repair import merge_proportional_columns, project_into_cone
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information, mutual_information
 from solvers.argmin_split import ArgminSplit

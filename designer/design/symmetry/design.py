@@ -29,6 +29,7 @@ from fractions import Fraction
 import numpy as np
 
 from designer.channel import Channel
+from designer.design.result import json_float
 from designer.design.symmetry.certify import (
     FULL_CERTIFIER_WORK,
     StructureCertificate,
@@ -134,13 +135,13 @@ class SymmetricDesign:
             "method": self.method,
             "classes": structure.r,
             "class_sizes": structure.sizes.tolist(),
-            "row_levels": [_json_float(value) for value in self.row_levels],
+            "row_levels": [json_float(value) for value in self.row_levels],
             "n_orbits": self.n_orbits,
             "n_outputs": self.n_outputs,
             "materialised": self.channel is not None,
             "certified": self.certified,
             "certificate_mode": self.certificate.mode,
-            "margin": _json_float(self.certificate.margin),
+            "margin": json_float(self.certificate.margin),
             "duals": [float(v) for v in self.duals],
             "dual_residual": self.dual_residual,
             "duality_gap": self.duality_gap,
@@ -377,7 +378,3 @@ def materialise_channel(structure: ClassStructure, orbits: Orbits, weights, rati
             block[group, :] = np.where(is_high, scale * ratio[a], scale)
         blocks.append(block)
     return np.hstack(blocks)
-
-
-def _json_float(value: float):
-    return float(value) if np.isfinite(value) else str(value)

@@ -1,0 +1,135 @@
+"""What every float design goes through: levels checked before, columns merged and repaired onto the cone after, then certified."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from designer.certify import LEVEL_DIGITS, Certificate, certify
+from designer.channel import Channel
+from designer.exact import describe_fraction
+from designer.spec import PrivacyMatrix
+from solvers.maxplus import min_plus_product, safe_log
+
+#: Columns whose normalised entries agree to this many decimals are merged.
+MERGE_DECIMALS = 12
+
+
+#: Columns of a repaired channel with less total mass than this are dropped.
+NEGLIGIBLE_COLUMN = 1e-12
+
+
+#: Least-squares refinement steps when restoring row sums by column scaling.
+REFINEMENT_STEPS = 3
+
+
+#: Largest finite level a float design accepts: ``-log`` of the smallest normal double
+#: (708.396...). Entries of a channel for larger levels (``~exp(-level)``) are subnormal
+#: or underflow, which float mode cannot certify (:func:`designer.certify.certify`).
+MAX_FLOAT_DESIGN_LEVEL = -math.log(sys.float_info.min)
+
+
+#: Largest finite level any design accepts: ``log`` of the largest double (709.78...);
+#: beyond it ``exp(level)`` overflows in the cone's vertex estimates and the LP's bounds.
+MAX_DESIGN_LEVEL = math.log(sys.float_info.max)
+
+
+def check_design_levels(privacy: PrivacyMatrix, exact: bool = False) -> None:
+    """Refuse finite levels a design in double precision cannot represent (before designing).
+
+    Float designs accept levels up to :data:`MAX_FLOAT_DESIGN_LEVEL`, exact vertex
+    designs up to :data:`MAX_DESIGN_LEVEL`; ``inf`` (no constraint) is always fine.
+
+    Raises
+    ------
+    ValueError
+        One line naming the first such entry, the limit and what to do.
+    """
+    limit = MAX_DESIGN_LEVEL if exact else MAX_FLOAT_DESIGN_LEVEL
+    values = privacy.epsilon
+    too_large = np.argwhere(np.isfinite(values) & (values > limit))
+    if too_large.size:
+        x, x_prime = too_large[0]
+        accepted = f"designs accept finite levels up to {limit:.2f}" if exact else (
+            f"float designs accept finite levels up to {limit:.2f}, --exact up to {MAX_DESIGN_LEVEL:.2f}"
+        )
+        level = privacy.exact_levels(too_large[:1, 0], too_large[:1, 1])[0]
+        shown = describe_fraction(level.value, LEVEL_DIGITS) if level.beyond_double else f"{float(values[x, x_prime]):g}"
+        raise ValueError(
+            f"E row {x}, column {x_prime}: level {shown} is beyond the double range "
+            f"({accepted}); lower it, or write inf if the pair needs no constraint"
+        )
+
+
+def certify_design(channel: Channel, privacy: PrivacyMatrix, exact: bool) -> Certificate:
+    """Certify a designed channel; a float design with subnormal entries is refused in one clear line."""
+    try:
+        return certify(channel, privacy, exact=exact)
+    except ValueError as error:
+        if exact or "subnormal" not in str(error):
+            raise
+        raise ValueError(
+            "the designed channel has entries below the normal double range (subnormal), which float mode "
+            "cannot certify; design with --exact, or lower E's largest finite levels"
+        ) from None
+
+
+def merge_proportional_columns(matrix, decimals: int = MERGE_DECIMALS) -> np.ndarray:
+    """Sum columns that are proportional (equal after normalising to sum 1); drop zero columns.
+
+    Merging keeps every likelihood ratio (so E-LDP) and, for a positively
+    homogeneous column utility, the utility: ``mu(a v) + mu(b v) = mu((a + b) v)``.
+    Merged columns keep the position of their first member.
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    totals = matrix.sum(axis=0)
+    keep = np.flatnonzero(totals > 0)
+    shapes = np.round(matrix[:, keep] / totals[keep], decimals)
+    _, first, groups = np.unique(shapes.T, axis=0, return_index=True, return_inverse=True)
+    merged = np.zeros((matrix.shape[0], first.size))
+    np.add.at(merged.T, groups.ravel(), matrix[:, keep].T)
+    return merged[:, np.argsort(first)]
+
+
+def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
+    """Repair a nearly E-LDP channel into an E-LDP one, moving entries by about the violation.
+
+    1. Column by column, the largest vector below Q inside ``C_E``:
+       ``Q[x,y] <- min_z exp(E*[x,z]) Q[z,y]`` (``E*`` is the closure, which obeys
+       the triangle inequality, so the result satisfies every constraint).
+    2. Drop columns of total mass below :data:`NEGLIGIBLE_COLUMN` (an interior-point
+       solver leaves ~1e-13 in unused outputs), then give back the lost row mass
+       by scaling *columns* (which keeps every likelihood ratio):
+       ``Q <- Q diag(1 + d)`` with ``Q d = 1 - rowsums`` (least squares, a few
+       refinement steps, each kept only when ``1 + d >= 0`` and it brings the
+       rows closer to 1).
+    3. Divide each row by its sum; this changes log-ratios by at most
+       ``max_x |1 - rowsum_x|`` (about 1e-16 after step 2).
+    """
+    logs = min_plus_product(privacy.closure().epsilon, safe_log(matrix))
+    projected = np.where(logs > -745.0, np.exp(np.minimum(logs, 0.0)), 0.0)
+    projected[:, projected.sum(axis=0) < NEGLIGIBLE_COLUMN] = 0.0
+    active = np.flatnonzero(projected.sum(axis=0) > 0)
+    for _ in range(REFINEMENT_STEPS):
+        deficit = 1.0 - projected.sum(axis=1)
+        step, *_ = np.linalg.lstsq(projected[:, active], deficit, rcond=None)
+        scaled = projected.copy()
+        scaled[:, active] *= 1.0 + step
+        if np.any(1.0 + step < 0) or np.abs(1.0 - scaled.sum(axis=1)).max() >= np.abs(deficit).max():
+            break
+        projected = scaled
+    return projected / projected.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------- internals
+def default_uniform(prior, k: int) -> np.ndarray:
+    if prior is None:
+        return np.full(k, 1.0 / k)
+    prior = np.asarray(prior, dtype=float).ravel()
+    if prior.shape != (k,):
+        raise ValueError(f"prior must have {k} entries, got {prior.size}")
+    if np.any(~np.isfinite(prior)) or np.any(prior < 0) or abs(prior.sum() - 1) > 1e-9:
+        raise ValueError("prior must be non-negative and sum to 1")
+    return prior
