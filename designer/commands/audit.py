@@ -38,7 +38,8 @@ class Correction(str, Enum):
     bonferroni = "bonferroni"
 
 
-@guarded
+@guarded(reads=("--E", "--sampler", "--command", "--reports", "--support", "--features", "--declared"),
+         writes=("--channel-out", "--lower-bounds-out", "--plot"))
 def audit_command(
     e_file: Path = typer.Option(..., "--E", help="CSV of the declared E (k x k; inf and log(r) allowed)."),
     sampler: str = typer.Option(None, "--sampler", help="Python sampler module:function or file.py:function, called as f(x, n, rng, **args)."),

@@ -134,7 +134,7 @@ def _named_or_file(name: str, table: dict, m: int, what: str) -> tuple[np.ndarra
     return matrix, Path(name).name
 
 
-@guarded
+@guarded(reads=("--workload", "--E", "--strategy"), writes=("--out",))
 def strategy_command(
     workload: str = typer.Option(..., "--workload", help="prefix | all-range | identity | a CSV file W (q x m)."),
     e_file: Path = typer.Option(..., "--E", help="CSV with the m x m privacy matrix E."),
