@@ -263,7 +263,7 @@ def test_the_writer_refuses_a_key_file_whoever_calls_it(tmp_path):
     """Files a command names itself (export-js's client, a sweep's parts) go through the same check."""
     for what, key in key_files(tmp_path).items():
         before = key.read_bytes()
-        with pytest.raises(InputError, match="no command overwrites a key"):
+        with pytest.raises(InputError, match="never overwrites a key"):
             write_files([(tmp_path / "other.csv", json_writer({})), (key, json_writer({}))])
         assert key.read_bytes() == before and not (tmp_path / "other.csv").exists(), what
 

@@ -69,5 +69,5 @@ def refuse_key_file(path: str | Path, option: str = "") -> None:
     kind = key_file_kind(path)
     if kind is not None:
         named = f"{option} {path}" if option else str(path)
-        raise InputError(f"{named} is an existing {kind} file: no command overwrites a key "
+        raise InputError(f"{named} is an existing {kind} file: ldp-designer never overwrites a key "
                          "(write the output elsewhere; nothing was written)")
