@@ -99,7 +99,7 @@ def sample_package_command(
     input_label: str = typer.Option(..., "--input", help="Input label to draw reports for."),
     n: int = typer.Option(1000, "--n", help="Number of reports."),
     seed: int = typer.Option(
-        None, "--seed", help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
+        None, "--seed", min=0, help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
     ),
     policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
     public_key: Path = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
