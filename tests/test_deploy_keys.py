@@ -18,18 +18,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from deploy_fixtures import run_page_in_chromium
+from test_deploy_trust_js import CASES_MODULE, CLIENT, PAGE
 from typer.testing import CliRunner
 
 from designer.cli import app
 from designer.deploy.package import build_package
-from designer.deploy.sampler import FIELD_PRIME, SMALL_ORDER_Y, PackageError, load_sampler, package_digest, parse_package
+from designer.deploy.sampler import FIELD_PRIME, SMALL_ORDER_Y, PackageError, load_sampler, parse_package
 from designer.deploy.signing import generate_key_files, read_private_key, sign_package
 from designer.deploy.table import deployable_table
 from designer.deploy.vectorised import VectorisedSampler
 from designer.examples import example_path
 from designer.io import read_channel, read_privacy_matrix
-from deploy_fixtures import run_page_in_chromium
-from test_deploy_trust_js import CASES_MODULE, CLIENT, PAGE
 
 runner = CliRunner()
 P = 2**255 - 19

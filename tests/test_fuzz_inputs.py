@@ -224,7 +224,7 @@ def _public_key_oracle(text: str) -> bool:
     import base64
     import binascii
 
-    from test_deploy_keys import P, SMALL_ORDER, decode
+    from test_deploy_keys import SMALL_ORDER, P, decode
 
     try:
         raw = base64.b64decode(text.strip(" \t\r\n"), validate=True)
@@ -243,7 +243,7 @@ def public_key_texts(draw) -> str:
     written padded or not, with white space around or inside."""
     import base64
 
-    from test_deploy_keys import P, SMALL_ORDER
+    from test_deploy_keys import SMALL_ORDER, P
 
     kind = draw(st.sampled_from(["random", "small order", "y >= p", "genuine", "private"]))
     if kind == "random":

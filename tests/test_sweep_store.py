@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from test_sweep import DESIGN_PLAN, ROBUST_PLAN, run_cli, write
 
 from designer.sweep import load_plan, parse_plan, run_sweep
 from designer.sweep.cells import canonical_json
@@ -16,7 +17,6 @@ from designer.sweep.execution import MAX_TASK_CELLS, TASK_SECONDS, task_cells
 from designer.sweep.plot import check_one_objective, curve_names, curve_table, plot_tradeoff
 from designer.sweep.runners import COLUMNS
 from designer.sweep.store import QUARANTINE, ResultStore
-from test_sweep import DESIGN_PLAN, ROBUST_PLAN, run_cli, write
 
 
 def binary_rr_information(eps: float) -> float:

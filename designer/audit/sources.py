@@ -21,9 +21,9 @@ different lengths are refused, naming the input and the report.
 from __future__ import annotations
 
 import ast
-import math
 import importlib
 import importlib.util
+import math
 import os
 import shlex
 import signal

@@ -22,8 +22,15 @@ import base64
 import os
 from pathlib import Path
 
-from designer.deploy.sampler import (SIGNATURE, SIGNATURE_ALGORITHM, SPACE, PackageError, canonical_bytes,
-                                     check_public_key, decode_base64)
+from designer.deploy.sampler import (
+    SIGNATURE,
+    SIGNATURE_ALGORITHM,
+    SPACE,
+    PackageError,
+    canonical_bytes,
+    check_public_key,
+    decode_base64,
+)
 
 PUBLIC_SUFFIX = ".pub"
 #: Bytes of a private key file (seed and public key) and of a public key file.

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from designer.exact import ExactEpsilon
 from designer.design.symmetry.classes import ClassStructure
+from designer.exact import ExactEpsilon
 
 SCHEMA_PATH = Path(__file__).with_name("class-structure.schema.json")
 #: Members of one class entry (the schema's ``additionalProperties: false``).
