@@ -13,13 +13,10 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from deploy_fixtures import run_page_in_chromium
-from test_deploy_trust_js import CASES_MODULE, CLIENT, PAGE
+from deploy_fixtures import run_cases_in_chromium, run_cases_in_node
 from typer.testing import CliRunner
 
 from designer.cli import app
@@ -205,21 +202,11 @@ def test_python_clients(cases, client):
 
 
 def test_node_client(tmp_path, cases):
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps(cases))
-    result = subprocess.run(["node", str(CASES_MODULE), str(CLIENT), str(path)], capture_output=True, text=True,
-                            timeout=120, check=True)
-    check(json.loads(result.stdout))
+    check(run_cases_in_node(tmp_path, cases))
 
 
 def test_headless_chromium_client(tmp_path, cases):
-    shutil.copy(CLIENT, tmp_path / "ldp-client.mjs")
-    shutil.copy(CASES_MODULE, tmp_path / "trust_cases.mjs")
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    (tmp_path / "index.html").write_text(PAGE)
-    out = run_page_in_chromium(tmp_path)
-    assert "error" not in out, out
-    check(out)
+    check(run_cases_in_chromium(tmp_path, cases))
 
 
 # ----------------------------------------------------------------- the command line

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 
 import pytest
+from test_one_line_errors import run_main
 from typer.main import get_command
 
 from designer import cli
 from designer.design.symmetry.files import SCHEMA_PATH
 from designer.examples import example_path
-
-
-def run_main(monkeypatch, capsys, *arguments):
-    """Run the console-script entry point in this process; return (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["ldp-designer", *map(str, arguments)])
-    with pytest.raises(SystemExit) as stopped:
-        cli.main()
-    captured = capsys.readouterr()
-    return stopped.value.code, captured.out, captured.err
 
 
 def one_line_error(code, out, err, *fragments: str) -> str:
