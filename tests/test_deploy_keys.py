@@ -274,7 +274,7 @@ def test_a_private_key_readable_by_others_is_warned_about(tmp_path):
     loud = cli(*arguments)
     assert loud.exit_code == 0 and out.exists(), loud.output
     warnings = [line for line in loud.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings == [f"warning: --sign {private}: private key readable by others (mode 0644); run: chmod 600 {private}"]
+    assert warnings == [f"warning: --sign {private}: private key readable by group or others (mode 0644); run: chmod 600 {private}"]
 
 
 def test_the_command_line_refuses_a_padded_pin_like_the_clients(package):

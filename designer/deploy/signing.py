@@ -93,13 +93,15 @@ def read_private_key(path: str | Path):
 
 
 def private_key_warning(path: str | Path) -> str | None:
-    """One line warning that the private key file ``path`` is readable or writable by others, or None."""
+    """One line warning that the private key file ``path`` is open to group or others (any of the
+    mode bits 0077, as OpenSSH refuses), naming the fix ``chmod 600``; None otherwise."""
     try:
         mode = os.stat(path).st_mode & 0o777
     except OSError:
         return None
     if mode & 0o077:
-        return f"{path}: private key readable by others (mode {mode:04o}); run: chmod 600 {path}"
+        access = "readable" if mode & 0o044 else "accessible"
+        return f"{path}: private key {access} by group or others (mode {mode:04o}); run: chmod 600 {path}"
     return None
 
 
