@@ -38,7 +38,8 @@ class Correction(str, Enum):
     bonferroni = "bonferroni"
 
 
-@guarded
+@guarded(reads=("--E", "--sampler", "--command", "--reports", "--support", "--features", "--declared"),
+         writes=("--channel-out", "--lower-bounds-out", "--plot"))
 def audit_command(
     e_file: Path = typer.Option(..., "--E", help="CSV of the declared E (k x k; inf and log(r) allowed)."),
     sampler: str = typer.Option(None, "--sampler", help="Python sampler module:function or file.py:function, called as f(x, n, rng, **args)."),
@@ -64,7 +65,7 @@ def audit_command(
     plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
     adaptive: bool = typer.Option(None, "--adaptive/--fixed-split", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs (default with --sampler/--command and --reports-per-input, without --looks, --declared, --channel-out, --lower-bounds-out, --plot); --fixed-split: every input's reports split once."),
     looks: str = typer.Option(None, "--looks", help="Early stopping: audit at these shares of --reports-per-input (e.g. 0.25,0.5,1), error split equally; stop at a violation."),
-    seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
+    seed: int = typer.Option(None, "--seed", min=0, help="Random seed (reproducible audits)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Audit a mechanism given as code against E. Exit 0 no violation found, 1 violated, 2 bad input, 3 loop not closed."""

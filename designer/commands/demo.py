@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from designer.commands import guarded
 from designer.examples import example_path
 
 #: (description, E file, channel file) certified by the demo.
@@ -152,6 +153,7 @@ def sign_example(document: dict, forged: dict, folder, console: Console) -> None
         console.print(f"  re-hashed forgery re-signed by another key: [red]refused[/]: {escape(str(error))}")
 
 
+@guarded
 def demo_command() -> None:
     """Run the built-in examples and print a readable report."""
     console = Console()

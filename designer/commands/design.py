@@ -28,7 +28,7 @@ NOT_CERTIFIED = 1
 METHODS = ("auto", "enumerate", "symmetry", "column-generation")
 
 
-@guarded
+@guarded(reads=("--E", "--classes", "--prior", "--alternative", "--loss", "--sign"), writes=("--out", "--plot", "--summary", "--package"))
 def design_command(
     e_file: Path = typer.Option(None, "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
     classes_file: Path = typer.Option(

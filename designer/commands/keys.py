@@ -13,7 +13,7 @@ from designer.commands import guarded, print_json
 JS_CLIENT = Path(__file__).resolve().parent.parent / "deploy" / "js" / "ldp-client.mjs"
 
 
-@guarded
+@guarded(writes=("--out",))
 def keygen_command(
     out: Path = typer.Option(..., "--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -36,7 +36,7 @@ def keygen_command(
                          f"to the clients: verify-package --public-key {public_path})"))
 
 
-@guarded
+@guarded(writes_into=("--out",))
 def export_js_command(
     out: Path = typer.Option(..., "--out", help="Folder to write ldp-client.mjs into."),
 ) -> None:

@@ -23,7 +23,7 @@ from designer.commands.deploy import (
     signing_key,
 )
 
-@guarded
+@guarded(reads=("--E", "--channel", "--prior", "--sign"), writes=("--out",))
 def package_command(
     e_file: Path = typer.Option(..., "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
     channel_file: Path = typer.Option(..., "--channel", help="CSV with k rows of probabilities."),
@@ -63,7 +63,7 @@ def package_command(
         describe_package(document, out, Console())
 
 
-@guarded
+@guarded(reads=("--sign",), writes=("--out",))
 def package_hadamard_command(
     block_sizes: str = typer.Option(
         ..., "--block-sizes", help="Consecutive block sizes, comma separated; SIZE*COUNT repeats (e.g. 1750*25)."
@@ -94,7 +94,7 @@ def package_hadamard_command(
     print_signature(document, Console())
 
 
-@guarded
+@guarded(reads=("--sign",), writes=("--out",))
 def package_high_low_command(
     k: int = typer.Option(..., "--k", help="Domain size: symbols 0..k-1."),
     sensitive: str = typer.Option(

@@ -27,7 +27,7 @@ LISTED_SUPPORT = 1 << 16
 MAX_SAMPLED = 10**9
 
 
-@guarded
+@guarded(reads=("PATH", "--E", "--public-key"))
 def verify_package_command(
     path: Path = typer.Argument(..., help="The mechanism package (JSON)."),
     policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
@@ -93,13 +93,13 @@ def _verify_structured(checked: CheckedPackage, path: Path, as_json: bool, extra
         reject(f"{path}: {why_violated(verification)}")
 
 
-@guarded
+@guarded(reads=("PATH", "--E", "--public-key"))
 def sample_package_command(
     path: Path = typer.Argument(..., help="The mechanism package (JSON)."),
     input_label: str = typer.Option(..., "--input", help="Input label to draw reports for."),
     n: int = typer.Option(1000, "--n", help="Number of reports."),
     seed: int = typer.Option(
-        None, "--seed", help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
+        None, "--seed", min=0, help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
     ),
     policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
     public_key: Path = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
