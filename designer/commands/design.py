@@ -10,7 +10,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from designer.commands import fail, guarded, print_json
 from designer.commands.design_inputs import (
@@ -86,7 +85,6 @@ def design_command(
     sign: Path = typer.Option(None, "--sign", help="Sign the --package with this Ed25519 private key (keygen)."),
 ) -> None:
     """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
-    import numpy as np
 
     from designer.design.front import design_channel
     from designer.io import check_destinations, read_matrix, read_privacy_matrix

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from designer.design.symmetry.classes import ClassStructure
     from designer.spec import PrivacyMatrix
 
+#: Units of roundoff a float dual bound is raised by (:func:`_rounded_up`).
+DUAL_ROUNDING = 64
+
+
 def design_channel(
     privacy: PrivacyMatrix | ClassStructure,
     utility: str = "mutual-information",
@@ -125,7 +129,7 @@ def _enumerate(problem: Problem, route: Route, options: dict) -> Design:
             raise
         raise ValueError(f"{route.reason}: {one_line(error)}") from None
     value = _value_function(problem)
-    dual = Bound(result.dual_bound, "dual", f"vertex LP dual over all {result.n_vertices:,} vertices, made feasible "
+    dual = Bound(_rounded_up(result.dual_bound), "dual", f"vertex LP dual over all {result.n_vertices:,} vertices, made feasible "
                                             f"(residual {result.dual_residual:.1e})")
     if problem.exact or not result.certified:
         objective = value(result.channel.matrix)
@@ -149,7 +153,7 @@ def _symmetric(problem: Problem, route: Route, options: dict) -> Design:
         raise ValueError(f"symmetry lost ({structure.r} classes after splitting by the distributions): {error}") from None
     residual = max(result.dual_residual, 0.0)
     # every orbit representative is scaled to largest entry 1, so 1 . v >= 1 and y + residual is feasible
-    upper = Bound(float(result.structure.sizes @ result.duals) + structure.k * residual, "dual",
+    upper = Bound(_rounded_up(float(result.structure.sizes @ result.duals) + structure.k * residual), "dual",
                   f"orbit LP dual over all {result.n_orbits:,} orbits, made feasible (residual {result.dual_residual:.1e})")
     lower = Bound(result.objective, "certified channel", "the design's utility")
     if result.bracket is not None:
@@ -243,6 +247,12 @@ def _value_function(problem: Problem, structure=None) -> Callable[[np.ndarray], 
         prior, alternative = problem.prior_or_uniform(), problem.alternative
     mu = column_utility(problem.utility, prior, alternative)
     return lambda matrix: float(np.sum(mu(np.asarray(matrix, dtype=float))))
+
+
+def _rounded_up(bound: float) -> float:
+    """A float dual bound raised by :data:`DUAL_ROUNDING` units of roundoff (relative, and absolute near 0), more than
+    the rounding of the utility's float evaluation, which the returned design's value has too."""
+    return bound + DUAL_ROUNDING * 2.0**-53 * (1.0 + abs(bound))
 
 
 def _vector(values) -> np.ndarray | None:

@@ -34,6 +34,9 @@ class Bound:
     def to_dict(self) -> dict:
         return {"value": json_float(self.value), "kind": self.kind, "detail": self.detail}
 
+    def __str__(self) -> str:
+        return f"{self.value:.12g} ({self.kind})"
+
 
 @dataclass
 class Design:
