@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.design.gap import design_with_gap
 from designer.design.gap.closure_columns import subset_columns, subset_pricing
 from designer.design.gap.column_generation import classic_columns, closure_column_generation
@@ -54,7 +54,7 @@ def test_subset_pricing_returns_local_maxima_with_positive_reduced_cost():
 def test_subset_columns_reach_most_of_the_enumerated_optimum():
     privacy = random_privacy(8, 8)
     prior = np.full(8, 1 / 8)
-    exact = design_channel(privacy).objective  # 0.145604 by vertex enumeration
+    exact = design_by_vertices(privacy).objective  # 0.145604 by vertex enumeration
     seed = np.vstack([np.ones((1, 8)), classic_columns(privacy)])
     classic = solve_vertex_lp(seed, column_information(prior, seed.T), np.ones(8)).objective
     columns = closure_column_generation(privacy, prior, seed, deadline=np.inf)
@@ -84,7 +84,7 @@ def test_bound_tightening_shrinks_the_pricing_bound_and_keeps_it_valid():
 @pytest.mark.parametrize("k, seed, threads", [(7, 7, 1), (8, 8, 2)])
 def test_certified_bounds_bracket_the_enumerated_optimum(k, seed, threads):
     privacy = random_privacy(k, seed)
-    exact = design_channel(privacy).objective
+    exact = design_by_vertices(privacy).objective
     result = design_with_gap(privacy, gap_tolerance=1e-4, max_seconds=20, threads=threads)
     assert result.threads == threads and result.summary()["threads"] == threads
     assert result.certified and result.stopped == "gap"

@@ -62,7 +62,7 @@ def design_examples(console: Console) -> None:
     """
     import numpy as np
 
-    from designer.design.vertex import design_channel
+    from designer.design.vertex import design_by_vertices
     from designer.io import read_channel, read_privacy_matrix, read_vector
     from designer.mechanisms import GeneralizedRandomizedResponse
     from designer.utility import mutual_information
@@ -73,7 +73,7 @@ def design_examples(console: Console) -> None:
     for description, e_name, prior_name in DESIGN_EXAMPLES:
         privacy = read_privacy_matrix(example_path(e_name))
         prior = read_vector(example_path(prior_name), "prior") if prior_name else np.full(privacy.k, 1 / privacy.k)
-        result = design_channel(privacy, prior=prior, exact=True)
+        result = design_by_vertices(privacy, prior=prior, exact=True)
         off_diagonal = privacy.epsilon[~np.eye(privacy.k, dtype=bool)]
         baseline = GeneralizedRandomizedResponse(privacy.k, float(off_diagonal.min())).channel()
         table.add_row(
@@ -87,7 +87,7 @@ def design_examples(console: Console) -> None:
             f"{result.seconds:.3f}",
         )
     console.print(table)
-    survey = design_channel(read_privacy_matrix(example_path("survey_E.csv")), exact=True)
+    survey = design_by_vertices(read_privacy_matrix(example_path("survey_E.csv")), exact=True)
     rows = "; ".join(", ".join(str(value) for value in row) for row in survey.channel.exact_matrix)
     mangat = read_channel(example_path("survey_mangat_Q.csv")).exact_matrix
     same = np.array_equal(survey.channel.exact_matrix, mangat)
