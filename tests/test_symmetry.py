@@ -411,9 +411,9 @@ def test_relaxation_bound_is_valid_and_tight_for_row_constant_e():
 
 
 def test_family_with_a_prior_constant_on_parts_keeps_the_reduction(tmp_path):
-    prior = np.r_[np.full(300, 0.5 / 300), np.full(700, 0.5 / 700)]
-    structure = ClassStructure.classic(1000, 1.0).with_distributions(prior)
-    assert structure.sizes.tolist() == [300, 700]
+    prior = np.r_[np.full(30, 0.5 / 30), np.full(70, 0.5 / 70)]
+    structure = ClassStructure.classic(100, 1.0).with_distributions(prior)
+    assert structure.sizes.tolist() == [30, 70]
     result = design_symmetric(structure)
     assert result.certified and abs(mutual_information(prior, result.channel) - result.objective) < 1e-10
     small = ClassStructure.high_low(9, 3, 1.0).with_distributions(np.r_[0.2, 0.2, 0.1, np.full(6, 0.5 / 6)])
