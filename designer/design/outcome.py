@@ -92,6 +92,12 @@ class Design:
     def certified(self) -> bool:
         return self.certificate.certified
 
+    def __repr__(self) -> str:
+        """One line a person can read at the prompt (the route's result stays in :attr:`route`)."""
+        shape = f"{self.channel.k} x {self.channel.n_outputs} channel" if self.channel is not None else "class-level design"
+        return (f"Design({self.privacy.name!r}, {self.utility}: {self.objective:.12g}; {self.lower} <= optimum <= "
+                f"{self.upper}; method {self.method!r}; {shape}; {self.certificate.verdict})")
+
     @property
     def exact_proof(self) -> str:
         """How the returned channel is known to be E-LDP in exact arithmetic."""
