@@ -62,7 +62,7 @@ def test_small_dense_e_is_enumerated_with_its_reason_and_a_dual_bound():
     assert design.upper.value == pytest.approx(staircase_optimum(6, 1.0), abs=1e-12)
     assert design.objective == pytest.approx(staircase_optimum(6, 1.0), abs=1e-12)
     shown = repr(design)  # one readable line at the prompt, not the route's arrays
-    assert "\n" not in shown and len(shown) < 300 and "'enumerate'" in shown and "6 x 6 channel" in shown
+    assert "\n" not in shown and len(shown) < 300 and "'enumerate'" in shown and f"6 x {design.channel.n_outputs} channel" in shown
 
 
 def test_classic_k_1000_goes_to_the_orbit_lp_through_twin_classes():
