@@ -92,8 +92,9 @@ MAX_LABEL_LENGTH = 1000
 MAX_PACKAGE_CHARACTERS = 1 << 28
 KINDS = tuple(MEMBERS)
 #: Members a package of any kind may hold: ``shuffle``, the central guarantee after shuffling
-#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package).
-OPTIONAL_MEMBERS = ("shuffle",)
+#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package), and
+#: ``longitudinal``, the memoization policy of a table package (:mod:`designer.longitudinal.policy`).
+OPTIONAL_MEMBERS = ("shuffle", "longitudinal")
 
 
 class PackageError(ValueError):

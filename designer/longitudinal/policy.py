@@ -19,18 +19,12 @@ against ``report_E`` (:func:`verify_longitudinal`).
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
-from designer.channel import Channel
-from designer.deploy.sampler import PackageError, PackageTampered, _decimal, _labels, package_digest
+from designer.deploy.memo import MEMBER, check_longitudinal
+from designer.deploy.sampler import PackageError, PackageTampered, package_digest
+from designer.deploy.table import IntegerTable
 from designer.longitudinal.two_stage import TwoStage
-
-MEMBER = "longitudinal"
-MEMBERS = ("memoization", "rounds_per_period", "period_seconds", "report_E", "instantaneous")
-STAGE_MEMBERS = ("bits", "outputs", "table")
-MIN_BITS, MAX_BITS = 1, 64
 
 
 def package_stages(document: dict, verification=None, hashed: bool = True) -> TwoStage:
@@ -55,48 +49,32 @@ def package_stages(document: dict, verification=None, hashed: bool = True) -> Tw
     member = document.get(MEMBER)
     if member is None:
         return TwoStage(permanent)
-    check_member(member, table.k, table.n_outputs)
-    stage = member["instantaneous"]
-    if stage is None:
+    counts = check_longitudinal(member, table.k, len(table.output_labels))
+    if counts is None:
         return TwoStage(permanent)
-    total = 1 << stage["bits"]
-    rows = [[Fraction(int(entry), total) for entry in row] for row in stage["table"]]
-    return TwoStage(permanent, Channel(rows, permanent.output_labels, stage["outputs"]))
+    stage = IntegerTable(tuple(map(tuple, counts)), member["instantaneous"]["bits"], permanent.output_labels,
+                         tuple(member["instantaneous"]["outputs"]))
+    return TwoStage(permanent, stage.channel())
 
 
-def check_member(member, k: int, m: int) -> None:
-    """Check the member's structure (:class:`PackageError` naming the first problem)."""
-    if not isinstance(member, dict) or set(member) != set(MEMBERS):
-        raise PackageError(f"longitudinal must have exactly the members {', '.join(MEMBERS)}")
-    if member["memoization"] != "required":
-        raise PackageError(f"longitudinal.memoization must be \"required\", got {member['memoization']!r}")
-    for name in ("rounds_per_period", "period_seconds"):
-        if _decimal(member[name], f"longitudinal.{name}") < 1:
-            raise PackageError(f"longitudinal.{name} must be at least 1")
-    levels = member["report_E"]
-    if not isinstance(levels, list) or len(levels) != k or not all(
-            isinstance(row, list) and len(row) == k and all(isinstance(entry, str) for entry in row) for row in levels):
-        raise PackageError(f"longitudinal.report_E must be {k} x {k} exact levels written as text")
-    stage = member["instantaneous"]
-    if stage is None:
-        return
-    if not isinstance(stage, dict) or set(stage) != set(STAGE_MEMBERS):
-        raise PackageError(f"longitudinal.instantaneous must be null or have exactly the members "
-                           f"{', '.join(STAGE_MEMBERS)}")
-    bits = stage["bits"]
-    if type(bits) is not int or not MIN_BITS <= bits <= MAX_BITS:
-        raise PackageError(f"longitudinal.instantaneous.bits must be an integer from {MIN_BITS} to {MAX_BITS}")
-    outputs = _labels(stage, "outputs")
-    rows = stage["table"]
-    if not isinstance(rows, list) or len(rows) != m:
-        raise PackageError(f"longitudinal.instantaneous.table must have {m} rows (one per output of the package)")
-    for y, row in enumerate(rows):
-        if not isinstance(row, list) or len(row) != len(outputs):
-            raise PackageError(f"longitudinal.instantaneous.table row {y} must have {len(outputs)} entries")
-        total = sum(_decimal(entry, f"longitudinal.instantaneous.table row {y}, column {z}")
-                    for z, entry in enumerate(row))
-        if total != 1 << bits:
-            raise PackageError(f"longitudinal.instantaneous.table row {y} sums to {total}, not 2^{bits}")
+class PolicyRefused(ValueError):
+    """The longitudinal policy cannot be recorded: one report is not E1-LDP (exit 1: nothing is written)."""
+
+
+def instantaneous_table(channel, bits: int) -> IntegerTable:
+    """The instantaneous stage as integers over ``2^bits``: exact when every entry is a multiple of
+    ``2^-bits`` (dyadic), else each row rounded down with its remainder given to the largest fractional
+    parts (largest remainder). The report's certificate is decided afterwards, on the rounded table."""
+    total = 1 << bits
+    rows = []
+    for row in channel.exact_matrix.tolist():
+        scaled = [value / sum(row) * total for value in row]
+        counts = [int(value) for value in scaled]
+        order = sorted(range(len(row)), key=lambda y: scaled[y] - counts[y], reverse=True)
+        for y in order[: total - sum(counts)]:
+            counts[y] += 1
+        rows.append(tuple(counts))
+    return IntegerTable(tuple(rows), bits, channel.input_labels, channel.output_labels)
 
 
 def report_privacy_of(member: dict, labels):
@@ -123,7 +101,7 @@ def add_longitudinal_member(document: dict, report_privacy, rounds_per_period: i
 
     Raises
     ------
-    ValueError
+    PolicyRefused
         One report (``Q1 Q2``) is not ``report_privacy``-LDP (its exact certificate fails).
     """
     k, m = len(document["inputs"]), len(document["outputs"])
@@ -135,11 +113,11 @@ def add_longitudinal_member(document: dict, report_privacy, rounds_per_period: i
         "memoization": "required", "rounds_per_period": str(rounds_per_period), "period_seconds": str(period_seconds),
         "report_E": [[str(level) for level in row] for row in report_privacy.exact_epsilon], "instantaneous": stage,
     }
-    check_member(document[MEMBER], k, m)
+    check_longitudinal(document[MEMBER], k, m)
     certificate = _report_certificate(document)
     if not certificate.certified:
         del document[MEMBER]
-        raise ValueError(f"one report is not E1-LDP: {certificate.violations[0].describe('E1')}")
+        raise PolicyRefused(f"one report is not E1-LDP: {certificate.violations[0].describe('E1')}")
     document["sha256"] = package_digest(document)
     return certificate
 
@@ -164,7 +142,9 @@ def verify_longitudinal(document: dict, verification) -> dict:
     PackageTampered
         One report is not ``report_E``-LDP (the stored policy is not proved).
     """
-    check_member(document[MEMBER], verification.table.k, verification.table.n_outputs)
+    if document.get("kind") != "table":
+        raise PackageError(f"a {document.get('kind')} package holds a longitudinal member: only table packages may")
+    check_longitudinal(document[MEMBER], verification.table.k, len(verification.table.output_labels))
     certificate = _report_certificate(document, verification)
     if not certificate.certified:
         raise PackageTampered(f"the longitudinal policy is not proved: one report breaks report_E "
