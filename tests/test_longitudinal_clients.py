@@ -258,3 +258,58 @@ def test_headless_chromium_client_keeps_its_memo_across_page_loads(tmp_path):
         assert first[name]["permanent"] == second[name]["permanent"]
     assert first["other"] == second["other"] == "StoreMismatch"
 
+
+
+def draw(matrix: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One output per row index, by inverting the row's cumulative distribution."""
+    cumulative = np.cumsum(matrix, axis=1)
+    return np.minimum((rng.random(rows.size)[:, None] > cumulative[rows]).sum(axis=1), matrix.shape[1] - 1)
+
+
+def test_estimate_reads_one_round_of_memoized_reports_through_both_stages(package, tmp_path):
+    """Reports drawn here (numpy, not the clients) through Q1 then Q2: the estimate inverts Q1 Q2."""
+    stages = package_stages(package)
+    rng = np.random.default_rng(5)
+    prior = np.array([0.4, 0.3, 0.1, 0.1, 0.05, 0.05])
+    values = rng.choice(6, size=40_000, p=prior)
+    permanent = draw(stages.permanent.matrix, values, rng)
+    reports = draw(stages.instantaneous.matrix, permanent, rng)
+    (tmp_path / "round.csv").write_text("y\n" + "\n".join(stages.instantaneous.output_labels[z] for z in reports) + "\n")
+    (tmp_path / "mech.json").write_text(json.dumps(package))
+    result = runner.invoke(app, ["estimate", "--mechanism", str(tmp_path / "mech.json"), "--reports",
+                                 str(tmp_path / "round.csv"), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["mechanism"].startswith("package (two-stage")
+    estimate = np.array([row["value"] for row in payload["estimate"]])
+    low, high = (np.array([row[key] for row in payload["estimate"]]) for key in ("low", "high"))
+    assert np.all((low - 0.02 <= prior) & (prior <= high + 0.02))  # 95% intervals, with a little room for six
+    # the same counts through the permanent stage alone would mislead: the instantaneous noise is not undone
+    counts = np.bincount(reports, minlength=16) / reports.size
+    naive, *_ = np.linalg.lstsq(stages.permanent.matrix.T, counts, rcond=None)
+    assert np.abs(naive - prior).max() > 3 * np.abs(estimate - prior).max()
+
+
+def write_matrix(path: Path, rows) -> Path:
+    path.write_text("".join(",".join(str(value) for value in row) + "\n" for row in rows))
+    return path
+
+
+def test_package_command_records_the_policy_or_refuses(tmp_path):
+    stages = rappor(FILTERS, "1/2", "1/2", "3/4")
+    q1 = write_matrix(tmp_path / "q1.csv", stages.permanent.exact_matrix.tolist())
+    q2 = write_matrix(tmp_path / "q2.csv", stages.instantaneous.exact_matrix.tolist())
+    e_inf = write_matrix(tmp_path / "einf.csv", levels("log(81)", "log(9)").exact_epsilon.tolist())
+    e_1 = write_matrix(tmp_path / "e1.csv", levels("log(5929/2025)", "log(77/45)").exact_epsilon.tolist())
+    weak = write_matrix(tmp_path / "weak.csv", levels("log(5928/2025)", "log(77/45)").exact_epsilon.tolist())
+    base = ["package", "--E", str(e_inf), "--channel", str(q1), "--bits", "8", "--instantaneous", str(q2),
+            "--instantaneous-bits", "8"]
+    made = runner.invoke(app, [*base, "--out", str(tmp_path / "p.json"), "--report-E", str(e_1),
+                               "--rounds-per-period", "2", "--period-seconds", "60"])
+    assert made.exit_code == 0, made.output
+    member = json.loads((tmp_path / "p.json").read_text())["longitudinal"]
+    assert (member["rounds_per_period"], member["period_seconds"]) == ("2", "60")
+    refused = runner.invoke(app, [*base, "--out", str(tmp_path / "no.json"), "--report-E", str(weak)])
+    assert refused.exit_code == 1 and "not E1-LDP" in refused.output and not (tmp_path / "no.json").exists()
+    alone = runner.invoke(app, [*base, "--out", str(tmp_path / "no.json")])
+    assert alone.exit_code == 2 and "--report-E" in alone.output and not (tmp_path / "no.json").exists()
