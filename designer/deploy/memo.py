@@ -185,8 +185,9 @@ class MemoizedClient:
         The store of this package.
     clock : callable, optional
         Seconds since the epoch (default :func:`time.time`).
-    public_key, sha256, allow_unauthenticated
-        What the caller trusts (:func:`sampler.authenticate`); one is required.
+    **trust
+        What the caller trusts: ``public_key=``, ``sha256=`` or ``allow_unauthenticated=True``
+        (:func:`sampler.authenticate`); one is required.
     """
 
     def __init__(self, document: dict, store: MemoStore, clock=time.time, **trust):
