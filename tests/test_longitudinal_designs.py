@@ -15,6 +15,7 @@ from designer.certify import certify
 from designer.longitudinal.design import (
     channel_variance,
     design_instantaneous,
+    search_permanent,
     symmetric_grr_design,
     symmetric_variance,
 )
@@ -137,3 +138,18 @@ def test_designed_instantaneous_stage_at_least_as_good_as_l_grr(k):
               f"{channel_variance(baseline) / variance.variance:.3f} (library L-GRR "
               f"{channel_variance(library) / variance.variance:.3f}); MI ratio ours / L-GRR "
               f"{information.mutual_information / mutual_information(uniform, baseline):.3f}")
+
+
+def test_search_over_permanent_stages():
+    from designer.design.vertex import design_channel
+
+    k, eps_inf, eps_1 = 4, 2.0, 0.7
+    long_term, report = PrivacyMatrix.classic(k, eps_inf), PrivacyMatrix.classic(k, eps_1)
+    optimal = design_channel(long_term).channel
+    candidates = {"GRR": l_grr(k, eps_inf, eps_1).permanent, "optimal E_inf design": optimal}
+    name, best = search_permanent(candidates, long_term, report)
+    each = {key: design_instantaneous(channel, report).mutual_information for key, channel in candidates.items()}
+    assert best.mutual_information == pytest.approx(max(each.values())) and each[name] == max(each.values())
+    assert best.certificate.certified
+    with pytest.raises(ValueError, match="not E_inf-LDP"):
+        search_permanent({"GRR(3)": l_grr(k, 3.0, eps_1).permanent}, long_term, report)

@@ -103,6 +103,24 @@ def design_instantaneous(permanent: Channel, report_privacy: PrivacyMatrix, prio
                                certify(report, report_privacy))
 
 
+def search_permanent(candidates: dict[str, Channel], long_term_privacy: PrivacyMatrix,
+                     report_privacy: PrivacyMatrix, prior=None) -> tuple[str, InstantaneousDesign]:
+    """The best two-stage design over permanent candidates: each must be ``E_inf``-LDP (certified, float),
+    each gets its optimal instantaneous stage (:func:`design_instantaneous`); the largest ``I(X; Z)`` wins.
+
+    ``candidates`` maps names to permanent channels (GRR(E_inf), RAPPOR's stage, the optimal
+    E_inf design of :func:`designer.design.vertex.design_channel`, ...). Returns the winner's name
+    and design.
+    """
+    designs = {}
+    for name, permanent in candidates.items():
+        if not certify(permanent, long_term_privacy).certified:
+            raise ValueError(f"the permanent candidate {name} is not E_inf-LDP")
+        designs[name] = design_instantaneous(permanent, report_privacy, prior)
+    best = max(designs, key=lambda name: designs[name].mutual_information)
+    return best, designs[best]
+
+
 def _stochastic(matrix: np.ndarray) -> np.ndarray:
     """Rows renormalised to sum 1 (the LP meets the row sums to about 1e-9)."""
     matrix = np.clip(matrix, 0.0, None)
