@@ -89,15 +89,17 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def run_page_in_chromium(folder: Path) -> dict:
+def run_page_in_chromium(folder: Path, port: int = 0) -> dict:
     """Serve ``folder`` on 127.0.0.1, load its ``index.html`` in headless Chromium, return the page's JSON.
 
     The page writes one JSON object into ``<pre id="result">`` (read back from ``--dump-dom``).
+    ``port``: 0 picks a free one; the same port in two runs keeps the origin, so the page's storage
+    (IndexedDB, localStorage, in ``folder / "profile"``) survives from the first run to the second.
     """
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     assert browser is not None, "chromium is not installed: `make test` installs it (make browser-deps)"
     handler = functools.partial(QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         result = subprocess.run(

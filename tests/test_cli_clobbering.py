@@ -44,6 +44,7 @@ REQUIRED = {
     "sweep": [],
     "keygen": [],
     "estimate": [],
+    "account": ["--rounds", "2", "--delta", "1e-6"],
 }
 
 

@@ -40,6 +40,8 @@ def verify_package_command(
     if "shuffle" in checked.document:
         _verify_shuffle(checked, path)
     extra = {"trust": checked.trust, "policy": None if checked.policy is None else checked.policy.to_dict()}
+    if "longitudinal" in checked.document:
+        extra["longitudinal"] = _verify_longitudinal(checked, path)
     if checked.document["kind"] != "table":
         _verify_structured(checked, path, as_json, extra)
         return
@@ -69,6 +71,18 @@ def _verify_shuffle(checked: CheckedPackage, path: Path) -> None:
     member = checked.document["shuffle"]
     typer.echo(f"shuffle: central epsilon {member['epsilon']} at delta {member['delta']} for n = {member['n']} "
                f"re-proved (delta there <= {guarantee.delta:.6g})", err=True)
+
+
+def _verify_longitudinal(checked: CheckedPackage, path: Path) -> dict:
+    """Re-certify a package's longitudinal policy (designer.longitudinal.policy); one line on stderr."""
+    from designer.longitudinal.policy import verify_longitudinal
+
+    with opening(path):
+        summary = verify_longitudinal(checked.document, checked.verification)
+    typer.echo(f"longitudinal: memoization required, at most {summary['rounds_per_period']} report(s) per "
+               f"{summary['period_seconds']} s; one report re-certified against report_E (epsilon "
+               f"{summary['report_epsilon']:.6g}), long term {summary['long_term_epsilon']:.6g}", err=True)
+    return summary
 
 
 def _verify_structured(checked: CheckedPackage, path: Path, as_json: bool, extra: dict) -> None:

@@ -95,8 +95,9 @@ KINDS = tuple(MEMBERS)
 #: large integers are decimal strings).
 MAX_INTEGER_DIGITS = 20
 #: Members a package of any kind may hold: ``shuffle``, the central guarantee after shuffling
-#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package).
-OPTIONAL_MEMBERS = ("shuffle",)
+#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package), and
+#: ``longitudinal``, the memoization policy of a table package (:mod:`designer.longitudinal.policy`).
+OPTIONAL_MEMBERS = ("shuffle", "longitudinal")
 
 
 class PackageError(ValueError):
