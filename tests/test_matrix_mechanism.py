@@ -358,9 +358,13 @@ def test_alternating_method_never_worse_than_start():
     assert all(later < earlier for earlier, later in zip(history, history[1:]))
     assert history[-1] < 0.5 * history[0]
     final = result.strategy
-    B = brute_force_reconstruction(A, W, final.noise_scales)
-    noisy = final.noise_scales > 0  # B is unique on the rows with noise (s = 0 rows are free)
-    assert np.allclose(B @ A, W) and np.allclose(final.costs[noisy], np.sum(B**2, axis=0)[noisy], rtol=1e-7)
+    # rows the alternation all but switched off (s ~ 1e11) make the reference ill-conditioned: compare with them unused
+    scales = np.where(final.noise_scales > 1e6, np.inf, final.noise_scales)
+    B = brute_force_reconstruction(A, W, scales)
+    noisy = scales > 0  # B is unique on the rows with noise (s = 0 rows are free)
+    costs = Strategy(final.strategy_matrix, final.workload, scales).costs
+    assert np.allclose(B @ A, W) and np.allclose(costs[noisy], np.sum(B**2, axis=0)[noisy], rtol=1e-9)
+    assert final.laplace_error(1) == pytest.approx(2 * np.sum(final.noise_scales**2 * final.costs, where=np.isfinite(final.noise_scales)))
     assert certify_strategy(final, E).certified
     assert final.laplace_error(1) == pytest.approx(history[-1])
     assert final.error(1) < final.laplace_error(1)

@@ -184,24 +184,37 @@ class DenseStrategyMatrix(StrategyMatrix):
 
 
 def _weighted_least_squares(A: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """Z of ``min sum_k s_k^2 ||B[:, k]||^2 s.t. B A = W`` for every W (``B = W Z^T``); rows with ``s = inf`` unused.
+    """Z of ``min sum_k s_k^2 ||B[:, k]||^2 s.t. B A = W`` for every W (``B = W Z^T``).
 
-    KKT system ``[[S^2, A], [A^T, 0]] [Z; Lambda] = [0; I]`` (``s_k = 0`` rows are free).
+    In the scaled unknowns ``y_k = s_k b_k`` (rows with ``0 < s_k < inf``, where
+    ``A~ = diag(1/s) A``) and the free ``b_k`` of the rows without noise
+    (``s_k = 0``, ``A_0``), the KKT system is
+    ``[[I, 0, A~], [0, 0, A_0], [A~^T, A_0^T, 0]] [Y; B_0; M] = [0; 0; I]``;
+    then ``Z = [Y / s; B_0]``. Scaling by ``1/s`` keeps it well conditioned when
+    the scales span many orders of magnitude; unused rows (``s = inf``) get 0.
     """
-    usable = np.isfinite(scales)
-    A_used = A[usable]
-    p, m = A_used.shape
-    kkt = np.zeros((p + m, p + m))
-    kkt[:p, :p] = np.diag(scales[usable] ** 2)
-    kkt[:p, p:] = A_used
-    kkt[p:, :p] = A_used.T
-    rhs = np.vstack([np.zeros((p, m)), np.eye(m)])
+    p, m = A.shape
+    free = scales == 0
+    weighted = (scales > 0) & np.isfinite(scales)
+    rates = 1.0 / scales[weighted]
+    scaled, exact = A[weighted] * rates[:, None], A[free]
+    pw, p0 = scaled.shape[0], exact.shape[0]
+    size = pw + p0 + m
+    kkt = np.zeros((size, size))
+    kkt[:pw, :pw] = np.eye(pw)
+    kkt[:pw, pw + p0 :] = scaled
+    kkt[pw : pw + p0, pw + p0 :] = exact
+    kkt[pw + p0 :, :pw] = scaled.T
+    kkt[pw + p0 :, pw : pw + p0] = exact.T
+    rhs = np.zeros((size, m))
+    rhs[pw + p0 :] = np.eye(m)
     try:
         solution = np.linalg.solve(kkt, rhs)
     except np.linalg.LinAlgError:
         solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
-    Z = np.zeros((A.shape[0], m))
-    Z[usable] = solution[:p]
+    Z = np.zeros((p, m))
+    Z[weighted] = solution[:pw] * rates[:, None]
+    Z[free] = solution[pw : pw + p0]
     return Z
 
 
