@@ -189,32 +189,31 @@ def _weighted_least_squares(A: np.ndarray, scales: np.ndarray) -> np.ndarray:
     In the scaled unknowns ``y_k = s_k b_k`` (rows with ``0 < s_k < inf``, where
     ``A~ = diag(1/s) A``) and the free ``b_k`` of the rows without noise
     (``s_k = 0``, ``A_0``), the KKT system is
-    ``[[I, 0, A~], [0, 0, A_0], [A~^T, A_0^T, 0]] [Y; B_0; M] = [0; 0; I]``;
-    then ``Z = [Y / s; B_0]``. Scaling by ``1/s`` keeps it well conditioned when
-    the scales span many orders of magnitude; unused rows (``s = inf``) get 0.
+    ``[[I, 0, A~], [0, 0, A_0], [A~^T, A_0^T, 0]] [Y; B_0; M] = [0; 0; I]``.
+    Eliminating ``Y = -A~ M`` leaves the ``(m + p_0)``-sized system
+    ``[[-A~^T A~, A_0^T], [A_0, 0]] [M; B_0] = [I; 0]``; then ``Z = [Y / s; B_0]``.
+    Scaling by ``1/s`` keeps it well conditioned when the scales span many
+    orders of magnitude; unused rows (``s = inf``) get 0.
     """
     p, m = A.shape
     free = scales == 0
     weighted = (scales > 0) & np.isfinite(scales)
     rates = 1.0 / scales[weighted]
     scaled, exact = A[weighted] * rates[:, None], A[free]
-    pw, p0 = scaled.shape[0], exact.shape[0]
-    size = pw + p0 + m
-    kkt = np.zeros((size, size))
-    kkt[:pw, :pw] = np.eye(pw)
-    kkt[:pw, pw + p0 :] = scaled
-    kkt[pw : pw + p0, pw + p0 :] = exact
-    kkt[pw + p0 :, :pw] = scaled.T
-    kkt[pw + p0 :, pw : pw + p0] = exact.T
-    rhs = np.zeros((size, m))
-    rhs[pw + p0 :] = np.eye(m)
+    p0 = exact.shape[0]
+    system = np.zeros((m + p0, m + p0))
+    system[:m, :m] = -(scaled.T @ scaled)
+    system[:m, m:] = exact.T
+    system[m:, :m] = exact
+    rhs = np.zeros((m + p0, m))
+    rhs[:m] = np.eye(m)
     try:
-        solution = np.linalg.solve(kkt, rhs)
+        solution = np.linalg.solve(system, rhs)
     except np.linalg.LinAlgError:
-        solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+        solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
     Z = np.zeros((p, m))
-    Z[weighted] = solution[:pw] * rates[:, None]
-    Z[free] = solution[pw : pw + p0]
+    Z[weighted] = -(scaled @ solution[:m]) * rates[:, None]
+    Z[free] = solution[m:]
     return Z
 
 
