@@ -112,7 +112,8 @@ def _feasible(costs: np.ndarray, constraints: sp.csr_matrix, bounds: np.ndarray,
     rates = rates * factors
     while np.any(constraints @ rates > bounds):  # a product rounded up: step down by ulps
         rates = np.nextafter(rates, 0.0)
-    return rates, float(np.sum(costs / rates**2))
+    with np.errstate(over="ignore"):  # a huge rate costs nothing
+        return rates, float(np.sum(costs / rates**2))
 
 
 def _dual(costs: np.ndarray, constraints: sp.csr_matrix, bounds: np.ndarray) -> InverseSquaresResult:

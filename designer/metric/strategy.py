@@ -59,7 +59,6 @@ workload's Gram matrix (:mod:`designer.metric.workloads`,
 
 from __future__ import annotations
 
-
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction

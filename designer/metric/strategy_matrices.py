@@ -217,22 +217,31 @@ def _weighted_least_squares(A: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return Z
 
 
-class PrefixStrategyMatrix(StrategyMatrix):
-    """``A = L_m`` (Section III-B): row k counts the prefix ``[0, k]``; ``A^-1`` is the difference matrix."""
+class _ZeroOneSquare(StrategyMatrix):
+    """An m x m 0/1 strategy given by a relation between row and column indices (on the integer lattice)."""
+
+    relation: np.ufunc
+    label: str
 
     def __init__(self, m: int):
         if int(m) != m or m < 1:
             raise ValueError(f"the domain size m must be a positive integer, got {m!r}")
-        self.shape, self.name = (int(m), int(m)), "prefix"
+        self.shape, self.name = (int(m), int(m)), self.label
 
     def lattice_exponents(self):
         return np.zeros(self.shape[0], dtype=np.int64)
 
     def entries(self, rows, columns):
-        return (np.asarray(rows) >= np.asarray(columns)).astype(float)
+        return self.relation(np.asarray(rows), np.asarray(columns)).astype(float)
 
     def columns(self, xs):
-        return (np.arange(self.shape[0])[:, None] >= np.asarray(xs, dtype=np.int64)[None, :]).astype(float)
+        return self.relation(np.arange(self.shape[0])[:, None], np.asarray(xs, dtype=np.int64)[None, :]).astype(float)
+
+
+class PrefixStrategyMatrix(_ZeroOneSquare):
+    """``A = L_m`` (Section III-B): row k counts the prefix ``[0, k]``; ``A^-1`` is the difference matrix."""
+
+    relation, label = np.greater_equal, "prefix"
 
     def difference_pattern(self, first, second):
         # column x has ones in rows >= x: columns x < y differ exactly in rows x .. y-1
@@ -255,22 +264,10 @@ class PrefixStrategyMatrix(StrategyMatrix):
         return np.diff(np.asarray(totals, dtype=float), prepend=0.0)
 
 
-class IdentityStrategyMatrix(StrategyMatrix):
+class IdentityStrategyMatrix(_ZeroOneSquare):
     """``A = I_m``: every user reports the indicator of her value."""
 
-    def __init__(self, m: int):
-        if int(m) != m or m < 1:
-            raise ValueError(f"the domain size m must be a positive integer, got {m!r}")
-        self.shape, self.name = (int(m), int(m)), "identity"
-
-    def lattice_exponents(self):
-        return np.zeros(self.shape[0], dtype=np.int64)
-
-    def entries(self, rows, columns):
-        return (np.asarray(rows) == np.asarray(columns)).astype(float)
-
-    def columns(self, xs):
-        return (np.arange(self.shape[0])[:, None] == np.asarray(xs, dtype=np.int64)[None, :]).astype(float)
+    relation, label = np.equal, "identity"
 
     def difference_pattern(self, first, second):
         pairs = np.repeat(np.arange(len(first), dtype=np.int64), 2)
