@@ -264,7 +264,9 @@ def test_line_lower_bound_closed_form_and_below_every_strategy():
     workload, pairs = AllRangeWorkload(m), PrivacyPairs.line(m, epsilon)
     n = m - 1  # eigenvalues of (m + 1) I - J on n coordinates: m + 1 (n - 1 times) and m + 1 - n
     assert line_lower_bound(workload, pairs) == pytest.approx(2 * ((n - 1) * math.sqrt(m + 1) + math.sqrt(m + 1 - n)) ** 2 / n)
-    comparison = optimize_strategy(workload, pairs, "p-identity", extra_rows=2)
+    m = 8
+    workload, pairs = AllRangeWorkload(m), PrivacyPairs.line(m, epsilon)
+    comparison = optimize_strategy(workload, pairs, "p-identity", extra_rows=1)
     bound = line_lower_bound(workload, pairs)
     for name, strategy in comparison.candidates.items():
         assert strategy.laplace_error(1) >= bound * (1 - 1e-12), name
@@ -289,13 +291,13 @@ def test_kronecker_optimisation_on_a_grid_is_certified_and_beats_prefix():
 # ------------------------------------------------------------------ command line
 def test_cli_strategy_family_optimisation_and_bad_input(tmp_path):
     out = tmp_path / "s.json"
-    result = runner.invoke(app, ["strategy", "--workload", "all-range", "--metric", "line", "--shape", "16", "--eps", "0.5",
-                                 "--optimize", "p-identity", "--extra-rows", "2", "--out", str(out)])
+    result = runner.invoke(app, ["strategy", "--workload", "all-range", "--metric", "line", "--shape", "8", "--eps", "0.5",
+                                 "--optimize", "p-identity", "--extra-rows", "1", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "ratio to L_m" in result.stdout and "lower bound" in result.stdout and "CERTIFIED" in result.stdout
     payload = json.loads(out.read_text())
     assert payload["comparison"]["prefix"]["ratio_to_prefix"] == 1.0
-    assert payload["comparison"]["prefix"]["laplace_error_per_user"] == pytest.approx(2 * 16 * 15 / 0.25)
+    assert payload["comparison"]["prefix"]["laplace_error_per_user"] == pytest.approx(2 * 8 * 7 / 0.25)
     assert all(row["certified"] for row in payload["comparison"].values())
     assert payload["lower_bound_per_user"] <= payload["laplace_total_error"]
     grid = runner.invoke(app, ["strategy", "--workload", "all-range", "--metric", "grid", "--shape", "4x4", "--out", str(out), "--json"])

@@ -112,7 +112,7 @@ def p_identity_line_strategy(
         raise ValueError("p-identity needs m >= 2")
     if workload.m != m:
         raise ValueError(f"the workload has {workload.m} cells but E has {m}")
-    extra_rows = max(1, round(m * EXTRA_ROWS_FRACTION)) if extra_rows is None else int(extra_rows)
+    extra_rows = _extra_rows(m, extra_rows)
     gram = difference_gram(workload.gram())[:-1, :-1]
     result = optimize_p_identity(gram, budgets, extra_rows, np.random.default_rng(seed))
     prefix_rows = np.tril(np.ones((m - 1, m)))  # rows 0 .. m-2 of L_m: z_k = [x <= k]
@@ -124,9 +124,13 @@ def p_identity_line_strategy(
 def p_identity_factor(workload: Workload, extra_rows: int | None = None, seed: int = 0) -> DenseStrategyMatrix:
     """HDMM's p-Identity for a 1-D factor workload, every column of L1 norm 1 (module docstring, Kronecker)."""
     m = workload.m
-    extra_rows = max(1, round(m * EXTRA_ROWS_FRACTION)) if extra_rows is None else int(extra_rows)
+    extra_rows = _extra_rows(m, extra_rows)
     result = optimize_p_identity(workload.gram(), np.ones(m), extra_rows, np.random.default_rng(seed))
     return DenseStrategyMatrix(result.matrix, f"p-identity (p={extra_rows})")
+
+
+def _extra_rows(m: int, extra_rows: int | None) -> int:
+    return max(1, round(m * EXTRA_ROWS_FRACTION)) if extra_rows is None else int(extra_rows)
 
 
 def line_lower_bound(workload: Workload, pairs: PrivacyPairs) -> float:
@@ -179,17 +183,20 @@ def optimize_strategy(
     :class:`~designer.metric.strategy.Strategy` whose noise was designed by
     problem (1); certify them with :func:`~designer.metric.strategy.certify_strategy`.
     """
+    if family == "p-identity":
+        line_budgets(pairs)  # refuse an E that is not a line before any work
+    elif family == "kronecker":
+        if not isinstance(workload, KroneckerWorkload) or len(pairs.shape) < 2 or workload.shape != pairs.shape:
+            raise ValueError("kronecker needs a Kronecker workload on the grid of E (D >= 2)")
+    else:
+        raise ValueError(f"unknown strategy family {family!r}; choose p-identity or kronecker")
     candidates = {name: design_named(workload, pairs, name, branching) for name in ("prefix", "identity", "tree")}
     if family == "p-identity":
         matrix, scales, _ = p_identity_line_strategy(workload, pairs, extra_rows, seed)
         candidates["p-identity"] = design_fixed(workload, pairs, matrix, scales).strategy
-    elif family == "kronecker":
-        if not isinstance(workload, KroneckerWorkload) or len(pairs.shape) < 2 or workload.shape != pairs.shape:
-            raise ValueError("kronecker needs a Kronecker workload on the grid of E (D >= 2)")
+    else:
         factors = [p_identity_factor(factor, extra_rows, seed) for factor in workload.factors]
         candidates["kronecker p-identity"] = design_fixed(workload, pairs, KroneckerStrategyMatrix(factors)).strategy
-    else:
-        raise ValueError(f"unknown strategy family {family!r}; choose p-identity or kronecker")
     errors = {name: candidate.laplace_error(1) for name, candidate in candidates.items()}
     best = min(errors, key=errors.get)
     if errors[best] >= errors["prefix"] * (1 - TIE_RTOL):

@@ -89,16 +89,5 @@ class PrivacyPairs:
             edges.append(np.stack([first, first + int(np.prod(shape[axis + 1 :], dtype=np.int64))], axis=1))
         pairs = np.concatenate(edges) if edges else np.zeros((0, 2), dtype=np.int64)
         pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
-        kind = "line" if len(shape) == 1 else "L1 grid " + "x".join(map(str, shape))
-        return cls(shape, pairs.astype(np.int64), np.full(len(pairs), float(epsilon)), f"{kind} {epsilon:g}|x - x'|")
-
-    def axis_edges(self) -> np.ndarray | None:
-        """For a grid family: the axis along which each pair differs by one step; None if some pair is not a grid edge."""
-        if len(self.pairs) == 0:
-            return np.zeros(0, dtype=np.int64)
-        first = np.array(np.unravel_index(self.pairs[:, 0], self.shape)).T
-        second = np.array(np.unravel_index(self.pairs[:, 1], self.shape)).T
-        steps = np.abs(second - first)
-        if not np.all(steps.sum(axis=1) == 1):
-            return None
-        return np.argmax(steps, axis=1)
+        name = f"line {epsilon:g}|x - x'|" if len(shape) == 1 else f"L1 grid {'x'.join(map(str, shape))} {epsilon:g}||x - x'||_1"
+        return cls(shape, pairs.astype(np.int64), np.full(len(pairs), float(epsilon)), name)
