@@ -20,7 +20,8 @@ import numpy as np
 from timing import timed
 
 from designer.metric.strategy import design_strategy
-from designer.metric.workloads import all_range_workload, prefix_strategy
+from designer.metric.strategy_matrices import PrefixStrategyMatrix
+from designer.metric.workloads import AllRangeWorkload
 from designer.noise import discrete_laplace
 from designer.metric.range_mechanism import L1RangeMechanism
 from designer.spec import PrivacyMatrix
@@ -38,7 +39,7 @@ def old_float_respond(strategy, values: np.ndarray, rng: np.random.Generator) ->
     """The replaced sampler: ``A h_x + Lap(s)`` with numpy's float Laplace."""
     scales = np.where(np.isfinite(strategy.noise_scales), strategy.noise_scales, 0.0)
     noise = rng.laplace(0.0, 1.0, size=(values.size, scales.size)) * scales
-    return strategy.strategy_matrix[:, values].T + noise
+    return strategy.strategy_matrix.columns(values).T + noise
 
 
 def old_float_flips(mechanism: L1RangeMechanism, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -77,7 +78,7 @@ def main() -> None:
                    rng, baseline, DRAWS)
 
     m, users = 64, 50_000
-    strategy = design_strategy(all_range_workload(m), line_metric(m, 1.0), prefix_strategy(m))
+    strategy = design_strategy(AllRangeWorkload(m), line_metric(m, 1.0), PrefixStrategyMatrix(m))
     values = rng.integers(0, m, size=users)
     coordinates = users * m
     print(f"\nmatrix mechanism respond, prefix strategy m={m}, n={users:,} ({coordinates:,} coordinates)")
@@ -91,7 +92,7 @@ def main() -> None:
     flips = users * 64
     print(f"\nL1 range encoder, m=64, D=1, n={users:,} ({flips:,} flips)")
     baseline = time_baseline("old float32 flips", lambda: old_float_flips(mechanism, values, rng), flips)
-    time_exact("encode, 32-bit integer threshold", lambda source: mechanism.encode(values, source), rng, baseline,
+    time_exact("encode, exact T/2^32 threshold (16-bit words)", lambda source: mechanism.encode(values, source), rng, baseline,
                flips)
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: the L1 range mechanism and matrix-mechanism strategy design.
+"""Benchmark: the L1 range mechanism (strategies at scale: ``bench_strategy.py``).
 
 * D = 2, m = 64 and D = 3, m = 32 with n = 1,000,000 Zipf(1.1) users, eps = 1:
   encode, observations (eq. 3), all single-cell estimates (eq. 6) and 100 random
@@ -6,27 +6,25 @@
   (tracemalloc sees NumPy's allocations), time per query.
   Baselines in the same run: eq. (7) read literally (sum the estimated cells of
   each box) and, for D = 2, the estimator with the dense m^D x m^D inverse.
-* Strategy design for m = 256 under E = eps |x - x'| (all-range workload,
-  A = L_m): median solve time with the non-redundant pairs, against the same
-  convex program over all m (m - 1) / 2 pairs.
+* D = 1, m = 1024 and 4096, n = 1,000,000: ``ldp-designer range`` end to end
+  (``simulate_range``: the streamed ``collect``); baseline in the same run:
+  encoding every user at once, then the observations, at n = 250,000.
 
-Run: ``.venv/bin/python benchmarks/bench_range.py``
+Run: ``nice -n 5 .venv/bin/python benchmarks/bench_range.py [grid] [line]``
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 
-import cvxpy as cp
 import numpy as np
 
-from timing import peak_megabytes, timed
+from timing import measure, peak_megabytes, timed
 
-from designer.metric.strategy import certify_strategy, design_strategy, optimal_noise_scales, reconstruction
-from designer.metric.workloads import all_range_workload, prefix_strategy
 from designer.metric.range_mechanism import L1RangeMechanism, basis_matrix, cell_counts, random_ranges, true_range_counts, zipf_values
-from designer.spec import PrivacyMatrix
 
 N_USERS = 1_000_000
 EPSILON = 1.0
@@ -117,43 +115,36 @@ def bench_range(dimensions: int, m: int) -> None:
         print(f"  dense {m**dimensions}^2 inverse baseline not run: it would need {(m**dimensions) ** 2 * 8 / 2**30:.0f} GiB")
 
 
-def all_pairs_solve(A: np.ndarray, B: np.ndarray, E: PrivacyMatrix) -> float:
-    """Baseline: the same convex program with one constraint per unordered pair."""
-    m = A.shape[1]
-    x, y = np.triu_indices(m, k=1)
-    sensitivity = np.abs(A[:, x] - A[:, y]).T
-    active = np.any(sensitivity > 0, axis=0)
-    costs = np.sum(B**2, axis=0)[active]
-    t = cp.Variable(int(active.sum()), pos=True)
-    problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(costs, cp.power(t, -2)))), [sensitivity[:, active] @ t <= E.epsilon[x, y]])
-    problem.solve(solver=cp.CLARABEL)
-    return 2 * problem.value
+def bench_line(m: int, n: int = N_USERS) -> None:
+    from designer.commands.range import simulate_range
+
+    seconds, peak, result = measure(lambda: simulate_range(m, 1, EPSILON, n, 100, 0))
+    print(f"range --m {m} --D 1 --n {n:,}: {seconds:.2f} s end to end (encode + estimate {result['seconds']:.2f} s), "
+          f"peak traced memory {peak:.0f} MiB; mean squared range error {result['mse_range']:.4g} "
+          f"(expected {result['expected_mse_range']:.4g}, bound {result['bound']:.4g})")
 
 
-def bench_strategy(m: int = 256) -> None:
-    index = np.arange(m)
-    E = PrivacyMatrix.metric(np.abs(index[:, None] - index[None, :]), EPSILON)
-    W = all_range_workload(m)
-    A = prefix_strategy(m)
-    ours, strategy = timed(lambda: design_strategy(W, E, A))
-    closed_form = 2 * m * (m - 1) / EPSILON**2
-    assert abs(strategy.laplace_error(1) / closed_form - 1) < 1e-6 and certify_strategy(strategy, E).certified
-    B = reconstruction(A, W)
-    solve, _ = timed(lambda: optimal_noise_scales(A, B, E))
-    baseline, value = timed(lambda: all_pairs_solve(A, B, E), repeats=1)
-    assert abs(value / closed_form - 1) < 1e-5
-    print(
-        f"strategy design m={m} (all-range workload, A=L_m, E=eps|x-x'|): median {ours:.2f} s in total "
-        f"(B = W A^-1 for {W.shape[0]} queries included), of which the noise-scale program {solve:.3f} s with "
-        f"{m - 1} non-redundant constraints (Laplace error {strategy.laplace_error(1):.6g} = closed form {closed_form:.6g}); "
-        f"the same program over all {m * (m - 1) // 2} pairs: {baseline:.2f} s, ratio {baseline / solve:.0f}x"
-    )
+def bench_streaming(m: int = 1024, n: int = 250_000) -> None:
+    mechanism = L1RangeMechanism((m,), EPSILON)
+    values = zipf_values((m,), n, np.random.default_rng(0))
+    at_once, peak_once, _ = measure(lambda: mechanism.observations(mechanism.encode(values, np.random.default_rng(1))))
+    streamed, peak_streamed, _ = measure(lambda: mechanism.collect(values, np.random.default_rng(1)))
+    print(f"m={m}, n={n:,}: every report at once {at_once:.2f} s, peak {peak_once:.0f} MiB; streamed collect "
+          f"{streamed:.2f} s, peak {peak_streamed:.0f} MiB: time ratio {at_once / streamed:.2f}x, memory ratio "
+          f"{peak_once / peak_streamed:.1f}x")
 
 
 def main() -> None:
-    bench_range(2, 64)
-    bench_range(3, 32)
-    bench_strategy(256)
+    chosen = sys.argv[1:] or ["grid", "line"]
+    print(f"load average {os.getloadavg()[0]:.2f} (2 cores shared)")
+    if "grid" in chosen:
+        bench_range(2, 64)
+        bench_range(3, 32)
+    if "line" in chosen:
+        bench_streaming()
+        bench_line(1024)
+        bench_line(4096)
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -33,3 +33,16 @@ def peak_megabytes(function: Callable[[], object]) -> float:
     finally:
         tracemalloc.stop()
     return peak / 2**20
+
+
+def measure(function: Callable[[], object]) -> tuple[float, float, object]:
+    """Seconds, peak traced MiB and result of one call (timed with tracemalloc on)."""
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        result = function()
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    return seconds, peak, result

@@ -103,12 +103,13 @@ def test_float_laplace_is_distinguished_from_one_output():
 def test_released_discrete_laplace_resists_the_attack():
     """Same two inputs through Strategy.respond (A = [0 1]): every output is a lattice point reachable from both,
     with likelihood ratio at most e^eps exactly."""
-    strategy = Strategy(np.array([[INPUT_A, INPUT_B]]), np.eye(1), np.array([SCALE]))
+    A = np.array([[INPUT_A, INPUT_B]])
+    strategy = Strategy(A, A, np.array([SCALE]))  # workload W = A: B = I
     privacy = PrivacyMatrix(np.array([[0.0, EPSILON], [EPSILON, 0.0]]))
     assert certify_strategy(strategy, privacy).certified
     gamma = 2.0 ** int(strategy.noise.exponents[0])
     rate = strategy.noise.rates[0]
-    centre_a, centre_b = (int(c) for c in strategy.noise.centres[0])
+    centre_a, centre_b = (int(c) for c in strategy.noise.centres()[0])
     assert rate <= Fraction(EPSILON) and abs(centre_a - centre_b) * rate <= Fraction(EPSILON)
     for value, centre in ((0, centre_a), (1, centre_b)):
         released = strategy.respond(np.full(SAMPLES, value), np.random.default_rng(7))[:, 0]

@@ -143,11 +143,50 @@ def test_flips_use_an_exact_integer_threshold(epsilon):
     assert Fraction(mechanism.alpha) == 1 - 2 * Fraction(T, 2**32)  # estimators use the realised p exactly
 
 
-def test_realised_flip_probability_is_the_threshold_over_two_to_the_32():
-    """The comparison U < T of a uniform 32-bit U flips with probability T / 2^32: check on the draws' extremes."""
+class ScriptedWords:
+    """A stand-in generator whose 64-bit words are given in advance (what designer.noise.random_words reads)."""
+
+    def __init__(self, *batches):
+        self.batches = list(batches)
+
+    def integers(self, low, high, size, dtype):
+        batch = self.batches.pop(0)
+        assert (low, high, dtype, batch.size) == (0, 2**64, np.uint64, size)
+        return batch
+
+
+def test_flips_from_16_bit_words_are_a_32_bit_comparison_with_the_threshold():
+    """Every high word once: flip iff the 32-bit U = 2^16 high + low is below T, with the low word drawn on ties only."""
     mechanism = L1RangeMechanism((2,), 1.0)
-    words = np.array([0, mechanism.threshold - 1, mechanism.threshold, 2**32 - 1], dtype=np.uint32)
-    assert ((words < np.uint32(mechanism.threshold)) == [True, True, False, False]).all()
+    high, low = divmod(mechanism.threshold, 2**16)
+    every_high = np.arange(2**16, dtype=np.uint16)
+    for low_word in (low - 1, low):
+        tie = np.array([low_word, 0, 0, 0], dtype=np.uint16).view(np.uint64)  # one 64-bit word, first quarter used
+        flips = mechanism._flips((2**14, 4), ScriptedWords(every_high.view(np.uint64), tie)).ravel()
+        words = every_high.astype(np.int64) * 2**16 + np.where(every_high == high, low_word, 0)
+        assert np.array_equal(flips, words < mechanism.threshold)
+    # so P(flip) = (T_high + P(low word < T_low)) / 2^16 = T / 2^32 exactly
+
+
+def test_streamed_collection_equals_encoding_everyone_at_once():
+    """collect() encodes blocks of users and sums them (never all reports): same observations, D = 1 and D = 2."""
+    mechanism = L1RangeMechanism((64,), 0.7)
+    values = np.random.default_rng(1).integers(0, 64, size=(600_000, 1))  # 3 blocks of users
+    streamed = mechanism.collect(values, np.random.default_rng(2)).observations
+    reports = mechanism.encode(values, np.random.default_rng(2))
+    assert np.array_equal(streamed, mechanism.observations(reports))
+    weighted = mechanism.collect(values, np.random.default_rng(2), weights=np.ones(600_000)).observations
+    assert np.array_equal(weighted, streamed)  # the +-1 product path and the count path agree
+    grid = L1RangeMechanism((5, 3), 1.0)
+    cells = np.random.default_rng(3).integers(0, 3, size=(1000, 2))
+    observations = grid.collect(cells, np.random.default_rng(4)).observations
+    assert observations.shape == (5, 3) and np.all(np.abs(observations) <= 1000)
+    assert np.all((observations - 1000) % 2 == 0)  # each entry is a sum of 1000 signs
+
+
+def test_realised_flip_probability_is_the_threshold_over_two_to_the_32():
+    """Flips of an encoder run occur with probability T / 2^32 (five standard errors)."""
+    mechanism = L1RangeMechanism((2,), 1.0)
     rng = np.random.default_rng(5)
     reports = mechanism.encode(np.zeros(400_000, dtype=np.int64), rng)[0]
     flips = np.mean(reports != 1)

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from designer.commands import check_simulation_epsilon, guarded, print_json
-
-if TYPE_CHECKING:
-    import numpy as np
 
 #: Largest number of cells ``m^D`` the simulation accepts (the observation tensor is dense).
 MAX_CELLS = 2**26
@@ -34,11 +30,13 @@ MAX_QUERIES = 100_000
 def range_memory(m: int, dimensions: int, n: int, queries: int) -> int:
     """Estimated peak bytes of :func:`simulate_range` (measured with ``tracemalloc``).
 
-    Each user's report is D x m signs (int8) plus coordinates and draws (~32 bytes
-    per dimension); the cell tensors cost ~64 bytes per cell, a query ~64 bytes per
-    dimension, plus ~256 MiB of chunked temporaries.
+    Reports are encoded and summed in blocks of users
+    (:meth:`~designer.metric.range_mechanism.L1RangeMechanism.collect`), so they
+    cost a fixed ~256 MiB of temporaries whatever n; each user's coordinates and
+    their Zipf draws ~48 bytes per dimension; the cell tensors ~64 bytes per cell,
+    a query ~64 bytes per dimension.
     """
-    return (256 << 20) + n * dimensions * (m + 32) + 64 * m**dimensions + 64 * queries * dimensions
+    return (256 << 20) + 48 * n * dimensions + 64 * m**dimensions + 64 * queries * dimensions
 
 
 def simulate_range(m: int, dimensions: int, epsilon: float, n: int, queries: int, seed: int) -> dict:
@@ -122,13 +120,40 @@ def range_command(
     console.print(f"encode + estimate: {result['seconds']:.3f} s{per_query}")
 
 
-def _named_or_file(name: str, table: dict, m: int, what: str) -> tuple[np.ndarray, str]:
+def _privacy_pairs(e_file: Path | None, metric: str | None, shape: str | None, eps: float):
+    """The pairs of Proposition 1: from an E file, or the line / L1 grid family without a file."""
+    from designer.io import InputError, read_privacy_matrix
+    from designer.metric.pairs import PrivacyPairs
+
+    if (e_file is None) == (metric is None):
+        raise InputError("give either --E FILE or --metric line|grid (with --shape and --eps)")
+    if e_file is not None:
+        return PrivacyPairs.from_matrix(read_privacy_matrix(e_file, exact=False)), str(e_file)
+    if metric not in ("line", "grid") or shape is None:
+        raise InputError(f"--metric {metric}: choose line or grid, with --shape M (line) or M1xM2... (grid)")
+    try:
+        sizes = tuple(int(part) for part in shape.lower().split("x"))
+    except ValueError:
+        raise InputError(f"--shape {shape}: write the domain sizes as integers, e.g. 1024 or 64x64") from None
+    if min(sizes) < 1 or (metric == "line") != (len(sizes) == 1):
+        raise InputError(f"--shape {shape}: a line needs one size >= 1, a grid two or more")
+    if not (eps > 0 and eps < float("inf")):
+        raise InputError(f"--eps must be a positive finite number, got {eps}")
+    pairs = PrivacyPairs.grid_l1(sizes, eps)
+    return pairs, pairs.name
+
+
+def _named_or_file(name: str, names, shape: tuple[int, ...], what: str, build):
+    """A named workload or strategy on the domain, or a matrix read from a CSV file."""
     from designer.io import InputError, read_matrix
     from designer.io.numbers import REAL
 
-    if name in table:
-        return table[name](m), name
+    if name in names:
+        return build(name, shape), name
     matrix = read_matrix(Path(name), what, rule=REAL)  # entries of W and A may be negative
+    m = 1
+    for size in shape:
+        m *= size
     if matrix.shape[1] != m:
         raise InputError(f"{name}: the {what} has {matrix.shape[1]} columns but E has {m} symbols")
     return matrix, Path(name).name
@@ -136,62 +161,88 @@ def _named_or_file(name: str, table: dict, m: int, what: str) -> tuple[np.ndarra
 
 @guarded(reads=("--workload", "--E", "--strategy"), writes=("--out",))
 def strategy_command(
-    workload: str = typer.Option(..., "--workload", help="prefix | all-range | identity | a CSV file W (q x m)."),
-    e_file: Path = typer.Option(..., "--E", help="CSV with the m x m privacy matrix E."),
+    workload: str = typer.Option(..., "--workload", help="identity | prefix | all-range (every axis) | a CSV file W (q x m)."),
+    e_file: Path = typer.Option(None, "--E", help="CSV with the m x m privacy matrix E."),
+    metric: str = typer.Option(None, "--metric", help="line | grid: E = eps ||x - x'||_1 without a file (with --shape)."),
+    shape: str = typer.Option(None, "--shape", help="With --metric: m (line) or m1xm2x... (grid)."),
+    eps: float = typer.Option(1.0, "--eps", help="With --metric: E of one step."),
     out: Path = typer.Option(..., "--out", help="Where to write the strategy JSON."),
-    strategy: str = typer.Option("prefix", "--strategy", help="A: prefix | identity | a CSV file (p x m, p >= m)."),
+    strategy: str = typer.Option("prefix", "--strategy", help="A: prefix | identity | tree (every axis) | a CSV file (p x m)."),
+    branching: int = typer.Option(4, "--branching", help="Branching factor b of the tree strategy."),
+    optimize: str = typer.Option(None, "--optimize", help="p-identity (line E) | kronecker (grid E): optimise A, compare."),
+    extra_rows: int = typer.Option(None, "--extra-rows", help="Rows added by p-identity (default m/16 per axis)."),
     n: int = typer.Option(1, "--n", help="Number of users in the reported total error."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON written to --out."),
 ) -> None:
-    """Design the noise scales of a matrix-mechanism strategy (problem (1)) and certify it."""
-    from designer.io import InputError, check_destinations, read_privacy_matrix, write_json
-    from designer.metric.strategy import certify_strategy, design_overcomplete, design_strategy
-    from designer.metric.workloads import all_range_workload, identity_workload, prefix_strategy, prefix_workload
+    """Design the noise scales of a matrix-mechanism strategy (problem (1)) and certify it; or optimise A."""
+    from designer.io import InputError, check_destinations, write_json
+    from designer.metric.optimize import design_fixed, line_lower_bound, optimize_strategy
+    from designer.metric.strategy import as_strategy_matrix, as_workload, certify_strategy
+    from designer.metric.strategy_matrices import named_strategy
+    from designer.metric.workloads import MAX_DENSE_GRAM, NAMED_WORKLOADS, named_workload
 
-    workloads = {"identity": identity_workload, "prefix": prefix_workload, "all-range": all_range_workload}
-    strategies = {"identity": identity_workload, "prefix": prefix_strategy}
     check_destinations([out])
-    privacy = read_privacy_matrix(e_file, exact=False)
-    m = privacy.k
-    W, workload_name = _named_or_file(workload, workloads, m, "workload")
-    A, strategy_name = _named_or_file(strategy, strategies, m, "strategy")
-    if A.shape[0] < m:
-        raise InputError(f"{strategy}: the strategy needs at least m = {m} rows, got {A.shape[0]}")
     if not 1 <= n <= 2**53:  # the total error is a float: n must convert exactly
         raise ValueError(f"--n must be between 1 and 2^53 = {2**53:,}, got {n}")
+    if branching < 2:
+        raise InputError(f"--branching must be >= 2, got {branching}")
+    pairs, e_name = _privacy_pairs(e_file, metric, shape, eps)
+    W, workload_name = _named_or_file(workload, NAMED_WORKLOADS, pairs.shape, "workload", named_workload)
+    W = as_workload(W)
     start = time.perf_counter()
-    history = None
-    if A.shape[0] == m:
-        designed = design_strategy(W, privacy, A)
+    history, comparison = None, None
+    if optimize is not None:
+        if optimize not in ("p-identity", "kronecker"):
+            raise InputError(f"--optimize {optimize}: choose p-identity or kronecker")
+        comparison = optimize_strategy(W, pairs, optimize, branching, extra_rows)
+        designed, strategy_name = comparison.candidates[comparison.best], comparison.best
     else:
-        result = design_overcomplete(W, privacy, A)
-        designed, history = result.strategy, result.history
+        A, strategy_name = _named_or_file(
+            strategy, ("prefix", "identity", "tree"), pairs.shape, "strategy", lambda name, sizes: named_strategy(name, sizes, branching)
+        )
+        A = as_strategy_matrix(A)
+        if A.shape[0] < A.shape[1]:
+            raise InputError(f"{strategy}: the strategy needs at least m = {A.shape[1]} rows, got {A.shape[0]}")
+        result = design_fixed(W, pairs, A)
+        designed, history = result.strategy, (result.history if len(result.history) > 1 else None)
     seconds = time.perf_counter() - start
-    certificate = certify_strategy(designed, privacy)
-    payload = {
-        "workload": workload_name,
-        "strategy": strategy_name,
-        "E": str(e_file),
-        **designed.to_dict(n),
-        "error_per_user": designed.error(1),
-        "certificate": certificate.to_dict(),
-        "seconds": seconds,
-    }
+    certificate = certify_strategy(designed, pairs)
+    payload = {"workload": workload_name, "strategy": strategy_name, "E": e_name, **designed.to_dict(n),
+               "error_per_user": designed.error(1), "certificate": certificate.to_dict(), "seconds": seconds}
     if history is not None:
         payload["alternating_history"] = history
+    if comparison is not None:
+        payload["comparison"] = {
+            name: {"laplace_error_per_user": candidate.laplace_error(1), "error_per_user": candidate.error(1),
+                   "ratio_to_prefix": comparison.ratio(name), "certified": certify_strategy(candidate, pairs).certified}
+            for name, candidate in comparison.candidates.items()
+        }
+        if len(pairs.shape) == 1 and pairs.m <= MAX_DENSE_GRAM and 2 <= pairs.m:
+            payload["lower_bound_per_user"] = line_lower_bound(W, pairs)
     write_json(out, payload)
     if as_json:
         print_json(payload)
         return
     console = Console()
+    if comparison is not None:
+        table = Table(title=f"{workload_name} workload, m={pairs.m}, E: {e_name} (problem (1) error per user, Laplace)")
+        for column in ("strategy", "error per user", "ratio to L_m", "certified"):
+            table.add_column(column, justify="left" if column == "strategy" else "right")
+        for name, row in payload["comparison"].items():
+            table.add_row(name, f"{row['laplace_error_per_user']:.6g}", f"{row['ratio_to_prefix']:.4f}", "yes" if row["certified"] else "NO")
+        console.print(table)
+        if "lower_bound_per_user" in payload:
+            bound = payload["lower_bound_per_user"]
+            console.print(f"lower bound over every strategy (line E): {bound:.6g}; L_m is within a factor "
+                          f"{payload['comparison']['prefix']['laplace_error_per_user'] / bound:.4f} of it")
     console.print(
-        f"{workload_name} workload (q={payload['q']}), strategy {strategy_name} (p={payload['p']}), m={m}: "
+        f"{workload_name} workload (q={payload['q']}), strategy {strategy_name} (p={payload['p']}), m={pairs.m}: "
         f"total error {payload['total_error']:.6g} for n={n} (Proposition 2), solved in {seconds:.3f} s",
         markup=False, emoji=False,  # the names of workload and strategy files are printed verbatim
     )
     console.print(
-        f"privacy (Proposition 1): {certificate.verdict.upper()}, margin {certificate.margin:.3g}, "
-        f"tightest pair {certificate.tightest_pair}"
+        f"privacy (Proposition 1, {len(pairs.pairs)} non-redundant pairs): {certificate.verdict.upper()}, "
+        f"margin {certificate.margin:.3g}, tightest pair {certificate.tightest_pair}"
     )
     console.print(f"wrote {out}", markup=False, emoji=False)
 

@@ -46,8 +46,10 @@ from designer.noise import flip_threshold, random_words
 from designer.spec import PrivacyMatrix
 from solvers.kronecker import contract_separable, khatri_rao_gram, mode_product
 
-#: Users encoded per block (bounds the temporary random numbers to ~64 MiB for m = 64).
-ENCODE_BLOCK_USERS = 2**18
+#: Entries ``(user, position)`` encoded per block (the temporary words and bits take ~5 bytes each).
+ENCODE_BLOCK_BYTES = 2**22
+#: Report bytes (one per user and position) collected per block by :meth:`L1RangeMechanism.collect`.
+COLLECT_BLOCK_BYTES = 2**24
 #: Bits of the uniform integers compared with the flip threshold.
 FLIP_BITS = 32
 #: Largest output alphabet :meth:`L1RangeMechanism.channel` will enumerate.
@@ -88,6 +90,19 @@ def _range_corners(lower: np.ndarray, upper: np.ndarray, m: int) -> tuple[np.nda
     second = np.where(lower > 0, lower - 1, m - 1)
     second_coefficient = np.where(lower > 0, -0.5, 0.5)
     return first, np.full(upper.shape, 0.5), second, second_coefficient
+
+
+def _uniform_16(count: int, rng: np.random.Generator | None) -> np.ndarray:
+    """``count`` uniform 16-bit words (quarters of uniform 64-bit words, :func:`designer.noise.random_words`)."""
+    return random_words((count + 3) // 4, rng, bits=64).view(np.uint16)[:count]
+
+
+def _signs(bits: np.ndarray) -> np.ndarray:
+    """Booleans (True = +1) as +-1 int8, in place."""
+    signs = bits.view(np.int8)
+    signs *= 2
+    signs -= 1
+    return signs
 
 
 # --------------------------------------------------------------- the mechanism
@@ -184,27 +199,41 @@ class L1RangeMechanism:
         Returns
         -------
         list of D int8 arrays, array d of shape (n, m_d)
-            ``r_d = b_d`` with each entry flipped when a uniform 32-bit integer is
-            below :attr:`threshold`: probability exactly ``T / 2^32``.
+            ``r_d = b_d`` with each entry flipped with probability exactly
+            ``T / 2^32`` (:meth:`_flips`: a uniform 32-bit integer below
+            :attr:`threshold`, decided on its high 16 bits first).
         """
         values = self._check_values(values)
-        n = values.shape[0]
-        threshold = np.uint32(self.threshold)
-        reports = []
-        for d, m in enumerate(self.shape):
-            report = np.empty((n, m), dtype=np.int8)
-            positions = np.arange(m)
-            for start in range(0, n, ENCODE_BLOCK_USERS):
-                stop = min(start + ENCODE_BLOCK_USERS, n)
-                bits = positions[None, :] >= values[start:stop, d, None]  # b_d = +1 where True
-                draws = random_words((stop - start) * m, rng, bits=FLIP_BITS).reshape(stop - start, m)
-                bits ^= draws < threshold  # random flipping, P = T / 2^32 exactly
-                signs = bits.view(np.int8)  # 0/1 -> -1/+1 in place
-                signs *= 2
-                signs -= 1
-                report[start:stop] = signs
-            reports.append(report)
-        return reports
+        return [_signs(self._bits(values[:, d], m, rng)) for d, m in enumerate(self.shape)]
+
+    def _bits(self, coordinates: np.ndarray, m: int, rng: np.random.Generator | None) -> np.ndarray:
+        """``r_d`` of every user in one dimension as booleans (True = +1): ``b_d`` XOR the flips, in blocks."""
+        n = coordinates.shape[0]
+        bits = np.empty((n, m), dtype=bool)
+        positions = np.arange(m)
+        block = max(1, ENCODE_BLOCK_BYTES // m)
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            part = bits[start:stop]
+            np.greater_equal(positions[None, :], coordinates[start:stop, None], out=part)  # b_d = +1 where True
+            part ^= self._flips((stop - start, m), rng)
+        return bits
+
+    def _flips(self, shape: tuple[int, int], rng: np.random.Generator | None) -> np.ndarray:
+        """Independent flips of probability exactly ``T / 2^32``, from 16-bit words.
+
+        With ``T = 2^16 T_high + T_low``: flip when a uniform 16-bit word is below
+        ``T_high``; when it equals ``T_high`` (probability ``2^-16``) flip when a
+        second word is below ``T_low``. So ``P(flip) = T_high 2^-16 + 2^-16 T_low 2^-16
+        = T / 2^32``, with half the random bits of one 32-bit comparison.
+        """
+        high, low = divmod(self.threshold, 2**16)
+        words = _uniform_16(shape[0] * shape[1], rng).reshape(shape)
+        flips = words < np.uint16(high)
+        ties = np.flatnonzero(words == np.uint16(high))
+        if ties.size:
+            flips.ravel()[ties] = _uniform_16(ties.size, rng) < np.uint16(low)
+        return flips
 
     def observations(self, reports: Sequence[np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
         """The observation tensor ``o`` of eq. (3): ``o_x = sum_i prod_d R_i[d, x[d]]``.
@@ -224,6 +253,8 @@ class L1RangeMechanism:
             weights = np.asarray(weights, dtype=float)
             if weights.shape != (reports[0].shape[0],):
                 raise ValueError(f"weights must have shape ({reports[0].shape[0]},), got {weights.shape}")
+        if len(reports) == 1 and weights is None:  # D = 1: column sums of the +-1 reports
+            return reports[0].sum(axis=0, dtype=np.int64).astype(float)
         return khatri_rao_gram(list(reports), weights)
 
     def expected_observations(self, counts: np.ndarray) -> np.ndarray:
@@ -239,10 +270,28 @@ class L1RangeMechanism:
         return RangeOracle(self, observations, n)
 
     def collect(self, values, rng: np.random.Generator | None = None, weights: np.ndarray | None = None) -> "RangeOracle":
-        """Encode ``values`` and build the oracle (simulation of one collection round)."""
+        """Encode ``values`` and build the oracle (simulation of one collection round), in blocks of users.
+
+        Each block of users is encoded (:meth:`encode`) and summed into the
+        observation tensor (eq. 3) before the next is drawn, so memory holds one
+        block of reports, not all n (at m = 1024, n = 10^6 the reports alone are 1 GB).
+        """
         values = self._check_values(values)
-        reports = self.encode(values, rng)
-        return self.estimate(self.observations(reports, weights), n=values.shape[0])
+        n = values.shape[0]
+        if weights is not None:
+            weights = np.asarray(weights, dtype=float)
+            if weights.shape != (n,):
+                raise ValueError(f"weights must have shape ({n},), got {weights.shape}")
+        observations = np.zeros(self.shape)
+        block = max(1, COLLECT_BLOCK_BYTES // sum(self.shape))
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            bits = [self._bits(values[start:stop, d], m, rng) for d, m in enumerate(self.shape)]
+            if self.dimensions == 1 and weights is None:  # o = (number of +1) - (number of -1) per position
+                observations += 2.0 * bits[0].sum(axis=0, dtype=np.int64) - (stop - start)
+            else:
+                observations += self.observations([_signs(part) for part in bits], None if weights is None else weights[start:stop])
+        return self.estimate(observations, n=n)
 
     # ----------------------------------------------------------- analysis
     def variance_bound(self, n: int) -> float:
@@ -307,15 +356,15 @@ class L1RangeMechanism:
 
         For a single cell every dimension's dual functional has ``||v_d||^2 = 1/2``
         (``m_d >= 2``), so ``g_d = (1 - alpha^2)/2 + alpha^2 [x[d] = y[d]]``: one mode
-        product of ``c`` with ``(1 - alpha^2)/2 * J + alpha^2 * I`` per axis.
+        product of ``c`` with ``(1 - alpha^2)/2 * J + alpha^2 * I`` per axis, applied as a
+        sum along the axis plus a multiple of ``c`` (never the ``m_d x m_d`` matrix).
         """
         counts = self._check_counts(counts)
         a2 = self.alpha**2
-        matrices = []
-        for m in self.shape:
+        mixed = counts
+        for axis, m in enumerate(self.shape):  # (1 - alpha^2) half J + alpha^2 I along the axis, in O(cells)
             half = 1.0 if m == 1 else 0.5
-            matrices.append((1.0 - a2) * half * np.ones((m, m)) + a2 * np.eye(m))
-        mixed = mode_product(counts, matrices)
+            mixed = (1.0 - a2) * half * mixed.sum(axis=axis, keepdims=True) + a2 * mixed
         return (mixed - a2**self.dimensions * counts) / a2**self.dimensions
 
     # ----------------------------------------------------------- small domains
