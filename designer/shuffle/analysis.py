@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from designer.shuffle.binary import binary_delta, binary_epsilon
+from designer.shuffle.binary import binary_deltas, binary_epsilons
 from designer.shuffle.clones import PairClass
-from designer.shuffle.divergence import epsilon_estimate, epsilon_of, fmt_generic
+from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 from designer.shuffle.lower import test_delta
@@ -156,24 +156,30 @@ class _Evaluator:
         self.delta, self.epsilon = delta, epsilon
         self.cache: dict = {}
 
-    def clones(self, experiments: list) -> float:
-        """The best outward bound of equally valid experiments (only the most promising one is evaluated outward)."""
-        key = tuple(experiments)
+    def clones(self, experiments: list, beat: float = math.inf) -> float:
+        """The best outward bound of equally valid experiments (only the most promising one is evaluated outward).
+
+        ``inf`` (epsilon) or 1 (delta) without the outward evaluation when even the float estimate is not
+        below ``beat`` (a bound already proved for every direction of the pair).
+        """
+        key = (tuple(experiments), beat)
         if key not in self.cache:
             if self.delta is not None:
-                best = min(experiments, key=lambda experiment: epsilon_estimate(self.delta, experiment))
-                self.cache[key] = epsilon_of(self.delta, best)[0]
+                estimates = {experiment: epsilon_estimate(self.delta, experiment) for experiment in experiments}
+                best = min(experiments, key=estimates.get)
+                self.cache[key] = epsilon_of(self.delta, best)[0] if estimates[best] < beat else math.inf
             else:
-                self.cache[key] = min(min(1.0, divergence_delta_of(self.epsilon, e)) for e in experiments)
+                hopeful = [e for e in experiments if delta_estimate(self.epsilon, e) < beat]
+                self.cache[key] = min([1.0] + [min(1.0, divergence_delta_of(self.epsilon, e)) for e in hopeful])
         return self.cache[key]
 
-    def binary(self, pair) -> float:
-        """The exact count analysis of a two-output channel (an epsilon, or a delta capped at 1)."""
+    def binary(self, pair) -> tuple[float, float]:
+        """The exact count analysis of a binary pair, both directions (epsilons, or deltas capped at 1)."""
         if pair not in self.cache:
             if self.delta is not None:
-                self.cache[pair] = binary_epsilon(self.delta, pair)[0]
+                self.cache[pair] = tuple(value for value, _ in binary_epsilons(self.delta, pair))
             else:
-                self.cache[pair] = min(1.0, binary_delta(self.epsilon, pair))
+                self.cache[pair] = tuple(min(1.0, value) for value in binary_deltas(self.epsilon, pair))
         return self.cache[pair]
 
     def local(self, level: float) -> float:
@@ -187,18 +193,22 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     """Both directions of one pair: the smaller of the local level and the clone bounds."""
     if pair.ratio <= 1:  # equal rows: indistinguishable
         return PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows"))
-    exact = [pair.binary_pair(n - 1, direction) for direction in (0, 1)]
-    candidates = []  # symmetric clone bounds
-    worst = pair.experiments(n - 1, pair.share_all)
+    exact = pair.binary_pair(n - 1, population)
+    counts = evaluator.binary(exact) if exact is not None else None
+    count_source = "binary count" + ("+population" if pair.binary_scope == "class" else "")
     # every valid bound is a candidate, the smallest wins: the exact count analysis (its float numerics,
-    # outward rounding) can lie above the worst-case clone bound
+    # outward rounding) can lie above a clone bound; the symmetric clone bounds are proved only where their
+    # estimate could beat it in some direction
+    beat = math.inf if counts is None else max(counts)
+    candidates = []
+    worst = pair.experiments(n - 1, pair.share_all)
     if worst:
-        candidates.append((evaluator.clones(worst), "clones"))
+        candidates.append((evaluator.clones(worst, beat), "clones"))
     if population is not None and pair.share_class > 0:
-        candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))
+        candidates.append((evaluator.clones(pair.experiments(population, pair.share_class), beat), "clones+population"))
     values, sources = [], []
     for direction in (0, 1):
-        count = [(evaluator.binary(exact[direction]), "binary count")] if exact[direction] is not None else []
+        count = [(counts[direction], count_source)] if counts is not None else []
         value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates,
                             key=lambda item: item[0])
         values.append(value)

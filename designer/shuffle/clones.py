@@ -73,10 +73,13 @@ class PairClass:
     pairs : tuple of tuple of int
         The ordered table indices ``(x, x')`` (empty for a structured class).
     binary : tuple of float
-        For a two-output table: ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1])``, then
-        ``(Q[x',0], Q[x,0], min_z Q[z,0], max_z Q[z,0])`` and ``max_z |Q[z,0] + Q[z,1] - 1|``: the
-        parameters of the exact count analysis of each direction (:mod:`designer.shuffle.binary`);
-        empty otherwise.
+        When every input of the pair's class reports on the same two outputs (a two-output table,
+        or a block of binary sub-channels): ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1])`` over the
+        class, ``1`` the second of those outputs: the parameters of the exact count analysis
+        (:mod:`designer.shuffle.binary`); empty otherwise.
+    binary_scope : str
+        ``"all"`` when that class is every input (the count analysis holds in the worst case), ``"class"``
+        when it holds only for the users assumed in the class (``--population``); empty otherwise.
     """
 
     name: str
@@ -93,22 +96,25 @@ class PairClass:
     reason: str = ""
     pairs: tuple[tuple[int, int], ...] = ()
     binary: tuple[float, ...] = ()
+    binary_scope: str = ""
 
-    def binary_pair(self, others: int, direction: int):
-        """The exact count analysis of one direction (``None`` unless the channel has two outputs and it applies).
+    def binary_pair(self, others: int, population: int | None = None):
+        """The exact count analysis of both directions (``None`` unless the pair's class is binary and it applies).
 
-        ``x -> x'`` counts the ones, ``x' -> x`` the zeros (the same view: ``n`` minus the ones),
-        so a table symmetric under swapping both inputs and outputs gives equal pairs, evaluated once.
-        Beyond :data:`~designer.shuffle.binary.MAX_OTHERS` other users, that many are analysed: an
-        extra user's report is an independent addition to the count, a post-processing, so more
-        users never raise the worst case (and the bound stays monotone in n).
+        Worst case (``binary_scope == "all"``): every other user counts. Under a population
+        assumption for a binary class of a larger channel: the ``population`` users of the class (the
+        others never report on its two outputs; their reports, and any user beyond ``population``,
+        are independent additions to the multiset, a post-processing).
         """
-        from designer.shuffle.binary import MAX_OTHERS, BinaryPair
+        from designer.shuffle.binary import BinaryPair
 
-        if not self.binary:
+        if self.binary_scope == "all":
+            counted = others
+        elif self.binary_scope == "class" and population is not None:
+            counted = population
+        else:
             return None
-        first, second, low, high = self.binary[4 * direction:4 * direction + 4]
-        pair = BinaryPair(first, second, low, high, min(others, MAX_OTHERS), self.binary[8])
+        pair = BinaryPair(*self.binary, counted)
         return pair if pair.usable else None
 
     def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
@@ -145,13 +151,11 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     inputs whose rows share an output.
     """
     q = np.asarray(matrix, dtype=float)
+    q = q / q.sum(axis=1, keepdims=True)  # rows accepted within a tolerance of 1: analysed as distributions
     k, m_out = q.shape
     component = row_components(q > 0)  # inputs joined when their rows share an output
     slack = (m_out + 2) * _ULP
-    # two outputs: the rows as Bernoulli laws of a one (float sums charged 4 ulp)
-    if m_out == 2:
-        ones, zeros = (float(q[:, 1].min()), float(q[:, 1].max())), (float(q[:, 0].min()), float(q[:, 0].max()))
-        defect = float(np.abs(q.sum(axis=1) - 1).max()) + 4 * _ULP
+    binary = _binary_classes(q, component)
     result = []
     for x in range(k):
         for x2 in range(x + 1, k):
@@ -185,10 +189,37 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 share_class, local,
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
-                ((float(first[1]), float(second[1])) + ones + (float(second[0]), float(first[0])) + zeros + (defect,)
-                 if m_out == 2 else ()),
+                *_binary_parameters(q, binary, component, x, x2),
             ))
     return result
+
+
+def _binary_classes(q: np.ndarray, component: np.ndarray) -> dict:
+    """Per component whose rows all report on the same two outputs: ``(column, low, high, scope)``.
+
+    Each such row is read as the Bernoulli law of the second output (``P = Q[z, column]``, the
+    first output ``1 - P`` exactly); ``low``, ``high`` are the smallest and largest ``P`` of the
+    component; the scope is ``"all"`` when the component is every input, ``"class"`` otherwise.
+    """
+    result = {}
+    labels = np.unique(component)
+    for label in labels:
+        members = component == label
+        columns = np.flatnonzero((q[members] > 0).any(axis=0))
+        if columns.size == 2:
+            ones = q[members, columns[1]]
+            result[int(label)] = (int(columns[1]), float(ones.min()), float(ones.max()),
+                                  "all" if labels.size == 1 else "class")
+    return result
+
+
+def _binary_parameters(q: np.ndarray, binary: dict, component: np.ndarray, x: int, x2: int) -> tuple:
+    """``(binary, binary_scope)`` of a pair (empty unless both inputs lie in one binary component)."""
+    label = int(component[x])
+    if label != int(component[x2]) or label not in binary:
+        return (), ""
+    column, low, high, scope = binary[label]
+    return (float(q[x, column]), float(q[x2, column]), low, high), scope
 
 
 def block_hadamard_pairs(sizes: list[int], coin: int, bits: int) -> list[PairClass]:
