@@ -35,6 +35,8 @@ from designer.shuffle.lower import test_delta
 
 #: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
 MAX_USERS = 10**9
+#: Most rounds composed (the composed loss grid grows like T^1.5).
+MAX_ROUNDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class ShuffleGuarantee:
     generic : float
         Feldman-McMillan-Talwar's generic bound from the largest finite local level of the
         protected pairs alone (the same numerics), for comparison.
+    rounds : int
+        Releases of the same users composed (1: a single shuffle).
     """
 
     n: int
@@ -81,6 +85,7 @@ class ShuffleGuarantee:
     population: int | None = None
     generic: float = math.nan
     epsilon_given: bool = False
+    rounds: int = 1
 
     @property
     def assumption(self) -> str:
@@ -91,7 +96,7 @@ class ShuffleGuarantee:
 
 
 def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None, epsilon: float | None = None,
-                      population: int | None = None, generic: bool = False) -> ShuffleGuarantee:
+                      population: int | None = None, generic: bool = False, rounds: int = 1) -> ShuffleGuarantee:
     """The central guarantee of ``n`` shuffled reports for the given pair classes.
 
     Parameters
@@ -105,7 +110,10 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     population : int, optional
         The assumption: at least this many other users hold inputs of the pair's class.
     generic : bool
-        Also compute FMT's generic bound from the largest local level (``delta`` given).
+        Also compute FMT's generic bound from the largest local level (``delta`` given; one round).
+    rounds : int
+        The same users shuffled this many times (independent reports each round): the guarantee
+        after ``rounds`` releases (:mod:`designer.shuffle.rounds`).
     """
     if not 2 <= n <= MAX_USERS:
         raise ValueError(f"--n must be from 2 to {MAX_USERS:,} (above, the FFT laws need more than ~200 MB), got {n}")
@@ -117,8 +125,16 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
         raise ValueError(f"--epsilon must be a finite number >= 0, got {epsilon!r}")
     if population is not None and not 1 <= population <= n - 1:
         raise ValueError(f"--population must be between 1 and n - 1 = {n - 1}, got {population}")
-    evaluator = _Evaluator(delta, epsilon)
-    results = [_pair_guarantee(pair, n, population, evaluator) for pair in pairs]
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise ValueError(f"--rounds must be from 1 to {MAX_ROUNDS:,}, got {rounds}")
+    if rounds == 1:
+        evaluator = _Evaluator(delta, epsilon)
+        results = [_pair_guarantee(pair, n, population, evaluator) for pair in pairs]
+    else:
+        from designer.shuffle.rounds import pair_rounds
+
+        results = [PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows")) if pair.ratio <= 1 else
+                   PairGuarantee(pair, *pair_rounds(pair, n, rounds, population, delta, epsilon)) for pair in pairs]
     protected = [(result, direction) for result in results for direction in (0, 1)
                  if result.pair.protected[direction]]
     if not protected:
@@ -127,15 +143,16 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     value = worst.value[direction]
     # any protected direction of the worst pair is a lower bound; both are tried (the bounds of a
     # symmetric pair tie up to rounding, and its test's dataset suits one direction only)
-    lower = max(_lower(worst.pair, side, n, population, delta, epsilon)
+    lower = max(_lower(worst.pair, side, n, population, delta, epsilon, rounds)
                 for side in (0, 1) if worst.pair.protected[side])
     locals_ = [r.pair.local[d] for r, d in protected if math.isfinite(r.pair.local[d]) and r.pair.local[d] > 0]
     generic_value = math.nan
-    if generic and locals_ and delta is not None:
+    if generic and locals_ and delta is not None and rounds == 1:
         generic_value = epsilon_of(delta, fmt_generic(max(locals_), n))[0]
     if delta is not None:
-        return ShuffleGuarantee(n, delta, value, lower, results, population, generic_value)
-    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True)
+        return ShuffleGuarantee(n, delta, value, lower, results, population, generic_value, rounds=rounds)
+    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True,
+                            rounds=rounds)
 
 
 def shuffle_channel(channel, n: int, delta: float | None = None, epsilon: float | None = None, privacy=None,
@@ -216,7 +233,7 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     return PairGuarantee(pair, tuple(values), tuple(sources))
 
 
-def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon) -> float:
+def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon, rounds: int = 1) -> float:
     """The concrete test's bound for the worst pair's direction (epsilon_lower, or delta_lower).
 
     Under a population assumption the dataset must satisfy it: the other users hold the
@@ -228,6 +245,10 @@ def _lower(pair: PairClass, direction: int, n: int, population: int | None, delt
     test = pair.test(others, use_class)
     if direction == 1:
         test = type(test)(test.second, test.first, test.other, test.others)
+    if rounds > 1:
+        from designer.shuffle.rounds import rounds_lower
+
+        return rounds_lower(test, rounds, delta, epsilon)
     if delta is not None:
         return test_epsilon_lower(delta, test)
     return max(0.0, test_delta(epsilon, test))

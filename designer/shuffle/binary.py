@@ -93,17 +93,19 @@ class BinaryPair:
         return self.others >= 1 and self.first != self.second
 
 
-def compositions(others: int) -> tuple[int, np.ndarray]:
+def compositions(others: int, full: int | None = None, grid: int | None = None) -> tuple[int, np.ndarray]:
     """The users evaluated and the compositions ``a`` (others at ``r_hi``) that bound every composition of ``others``.
 
-    Every composition up to :data:`FULL_OTHERS`; beyond, the grid of ``m - g`` users (module docstring).
+    Every composition up to ``full`` (:data:`FULL_OTHERS`); beyond, the grid of ``m - g`` users with
+    ``g = ceil(m / grid)`` (:data:`GRID`; module docstring).
     """
-    if others <= FULL_OTHERS:
+    full = FULL_OTHERS if full is None else full
+    if others <= full:
         return others, np.arange(others + 1)
-    dropped = -(-others // GRID)
+    dropped = -(-others // (GRID if grid is None else grid))
     kept = others - dropped
-    grid = np.arange(0, kept + 1, dropped)
-    return kept, grid if grid[-1] == kept else np.append(grid, kept)
+    points = np.arange(0, kept + 1, dropped)
+    return kept, points if points[-1] == kept else np.append(points, kept)
 
 
 def binary_deltas(epsilon: float, pair: BinaryPair) -> tuple[float, float]:
@@ -145,6 +147,25 @@ def binary_epsilons(delta: float, pair: BinaryPair) -> tuple[tuple[float, float]
         first = next((index for index, value in enumerate(proved) if value <= delta), None)
         result.append((math.inf, 1.0) if first is None else (candidates[first], float(proved[first])))
     return result[0], result[1]
+
+
+def count_laws(pair: BinaryPair, full: int, grid: int):
+    """Per composition evaluated (:func:`compositions` with ``full``, ``grid``): the laws of the count of ones under
+    ``x`` and ``x'`` on the window, and the laws' error in the 1-norm plus the mass outside the window.
+
+    Yields ``(first, second, error)`` per composition; ``None`` when the exponent's rounding bound is too large.
+    """
+    kept, every = compositions(pair.others, full, grid)
+    for batch in _batches(pair.low, pair.high, kept, every):
+        if batch is None:
+            yield None
+            return
+        padded, error = batch
+        padded = np.maximum(padded, 0.0)  # moving a rounded value toward the exact (non-negative) one
+        for row, slack in zip(padded, error):
+            ones, zeros = row[:-1], row[1:]  # f(c - 1), f(c): user 1 reports 1 / 0
+            yield (pair.first * ones + (1 - pair.first) * zeros, pair.second * ones + (1 - pair.second) * zeros,
+                   float(slack))
 
 
 def _sample(every: np.ndarray, most: int) -> np.ndarray:

@@ -80,6 +80,8 @@ class PairClass:
     binary_scope : str
         ``"all"`` when that class is every input (the count analysis holds in the worst case), ``"class"``
         when it holds only for the users assumed in the class (``--population``); empty otherwise.
+    rows : tuple
+        ``(R, R')`` of a table pair (tuples of floats, for composition over rounds); empty otherwise.
     """
 
     name: str
@@ -97,6 +99,7 @@ class PairClass:
     pairs: tuple[tuple[int, int], ...] = ()
     binary: tuple[float, ...] = ()
     binary_scope: str = ""
+    rows: tuple = ()
 
     def binary_pair(self, others: int, population: int | None = None):
         """The exact count analysis of both directions (``None`` unless the pair's class is binary and it applies).
@@ -189,7 +192,7 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 share_class, local,
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
-                *_binary_parameters(q, binary, component, x, x2),
+                *_binary_parameters(q, binary, component, x, x2), (tuple(first.tolist()), tuple(second.tolist())),
             ))
     return result
 

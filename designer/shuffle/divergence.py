@@ -57,6 +57,8 @@ from solvers.bisection import boundary, first_proved
 BIN_WIDTH = 2e-4
 #: The same for the Arb evaluation of ``w = 1`` (each bin costs a few incomplete beta functions in Arb).
 ARB_BIN_WIDTH = 1e-3
+#: ... and at least this many standard deviations of C (about 100 bins in the bulk: a few seconds).
+ARB_BIN_SPREAD = 1 / 8
 #: Standard deviations of C around its mean binned at the relative width; beyond, bins grow geometrically.
 BULK = 6.0
 #: Most bins of C (each holds one law f_c); a wider window is split into this many equal bins.
@@ -166,9 +168,9 @@ def _search(bound, delta: float, ratio: float) -> float:
 
 
 # ------------------------------------------------------------------ the bins of C
-def _bins(experiment: TwoCountExperiment, most: int, width: float) -> _Bins:
-    """Left ends of the bins of C: width ``max(1, width c)`` within :data:`BULK` sd of the mean, growing by half
-    beyond (the mass there is below 1e-8 and ``H_c`` changes slowly across a bin)."""
+def _bins(experiment: TwoCountExperiment, most: int, width: float, deviations: float = 0.0) -> _Bins:
+    """Left ends of the bins of C: width ``max(1, width c, deviations sd)`` within :data:`BULK` sd of the mean, growing
+    by half beyond (the mass there is below 1e-8 and ``H_c`` changes slowly across a bin)."""
     from scipy import stats
 
     m, q = experiment.others, experiment.clone_probability
@@ -182,7 +184,7 @@ def _bins(experiment: TwoCountExperiment, most: int, width: float) -> _Bins:
     left, step = [first], 1
     while left[-1] < last and len(left) <= most:
         c = left[-1]
-        bulk = max(1, int(c * width))
+        bulk = max(1, int(c * width), int(deviations * sd))
         step = bulk if abs(c - mean) <= BULK * sd else max(bulk, math.ceil(1.5 * step))
         if c < mean - BULK * sd:  # growing toward the bulk: never step over its edge
             step = max(bulk, min(step, math.ceil(mean - BULK * sd) - c))
@@ -199,7 +201,7 @@ def _bins(experiment: TwoCountExperiment, most: int, width: float) -> _Bins:
 def _bound(experiment: TwoCountExperiment):
     """The evaluator of an experiment; its bins depend on the experiment only, so a stored epsilon re-proves."""
     if experiment.informative >= 1:
-        return _BinomialBound(experiment, _bins(experiment, MAX_BINS, ARB_BIN_WIDTH))
+        return _BinomialBound(experiment, _bins(experiment, MAX_BINS, ARB_BIN_WIDTH, ARB_BIN_SPREAD))
     return _LazyBound(experiment, _bins(experiment, MAX_BINS, BIN_WIDTH))
 
 
@@ -288,9 +290,11 @@ class _LazyBound:
         width = max(law.size // 2 + 2 for law in laws)  # d = 1 .. half + 1
         self.first = np.zeros((len(laws), width))
         self.second = np.zeros((len(laws), width))
+        self.zero = np.zeros(len(laws))  # P_c(0) = P'_c(0) = w f(1) + (1 - w) f(0)
         for row, law in enumerate(laws):
             half = law.size // 2
             f = np.concatenate((law[half:], [0.0, 0.0]))  # f(0), f(1), ..., f(half), 0, 0
+            self.zero[row] = w * f[1] + (1 - w) * f[0]
             before, here, after = f[:-2], f[1:-1], f[2:]  # f(d - 1), f(d), f(d + 1) for d = 1 .. half + 1
             self.first[row, :before.size] = w * a * before + w * (1 - a) * after + (1 - w) * here
             self.second[row, :before.size] = w * (1 - a) * before + w * a * after + (1 - w) * here
@@ -307,6 +311,50 @@ class _LazyBound:
         h = np.minimum(1.0, h + (1 + growth) * self.errors)
         # the bin masses are float binomial CDF differences (relative error far below 1e-13)
         return (self.bins.below + float(np.dot(self.bins.mass, h))) * (1 + 1e-12) + 1e-13 * float(h.sum()) + 1e-300
+
+
+def experiment_pld(experiment: TwoCountExperiment) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The privacy-loss distribution of the binned experiment (``C`` at its bin's left end), for composition.
+
+    The binned experiment (each bin's clones at its left end, C below the window revealing the
+    input) is itself a valid dominating experiment: the exact one is its post-processing (add the
+    bin's remaining clones' independent steps). Returns the losses ``log(P/P')`` and masses ``P``
+    over every (bin, d), the mass at ``+inf`` (C below the window) and the masses' error per unit
+    of ``1 + e^eps`` (the laws' error bounds, weighted by the bins' masses, and ``1e-13`` per bin).
+    The experiment is symmetric (``P_c(d) = P'_c(-d)``), so both directions share it.
+    """
+    bound = _bound(experiment)
+    bins = bound.bins
+    if isinstance(bound, _LazyBound):
+        first, second = bound.first, bound.second  # d = 1 .. : P, P'; d = -1 .. by symmetry
+        masses = bins.mass[:, None]
+        p = np.concatenate(((masses * first).ravel(), (masses * second).ravel(), bins.mass * bound.zero))
+        q = np.concatenate(((masses * second).ravel(), (masses * first).ravel(), bins.mass * bound.zero))
+        slack = float(np.dot(bins.mass, bound.errors)) + 1e-13 * bins.mass.size
+    else:
+        p, q = _binomial_laws(experiment, bins)
+        slack = (1e-13 + 2 * LAW_TAIL) * bins.mass.size  # float pmfs; the mass beyond each window
+    keep = p > 0
+    p, q = p[keep], q[keep]
+    with np.errstate(divide="ignore"):
+        losses = np.log(p) - np.log(q)
+    return losses, p, bins.below, slack
+
+
+def _binomial_laws(experiment: TwoCountExperiment, bins: _Bins) -> tuple[np.ndarray, np.ndarray]:
+    """``w = 1``: per bin, ``P(i) = a B(i - 1) + (1 - a) B(i)`` with ``B = Bin(c, 1/2)`` (i: G0 reports of K = c + 1)."""
+    from scipy import stats
+
+    ratio = experiment.ratio
+    a = 1.0 if math.isinf(ratio) else ratio / (ratio + 1)
+    first, second = [], []
+    for clones, mass in zip(bins.left.tolist(), bins.mass.tolist()):
+        reach = bernstein_reach(clones / 4, LAW_TAIL)
+        i = np.arange(max(0, clones // 2 - reach), min(clones + 1, clones // 2 + reach + 1) + 1)
+        before, here = stats.binom.pmf(i - 1, clones, 0.5), stats.binom.pmf(i, clones, 0.5)
+        first.append(mass * (a * before + (1 - a) * here))
+        second.append(mass * ((1 - a) * before + a * here))
+    return np.concatenate(first), np.concatenate(second)
 
 
 def _lazy_law(clones: int, w: float) -> tuple[np.ndarray, float]:

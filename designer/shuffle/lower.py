@@ -54,7 +54,7 @@ def test_delta(epsilon: float, test: CountTest) -> float:
     """The test's hockey-stick divergence ``sum max(0, P - e^eps P')`` minus the margin (a lower bound)."""
     growth = math.exp(epsilon)
     return max(float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth)
-               for first, second, margin in _statistics(test))
+               for first, second, margin in test_statistics(test))
 
 
 def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
@@ -63,7 +63,7 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     ``inf`` when the divergence exceeds ``delta`` even at ``epsilon = inf`` (reports of
     ``x`` impossible under ``x'``, with probability above ``delta``).
     """
-    return max(_largest_epsilon(delta, *statistic, ceiling) for statistic in _statistics(test))
+    return max(_largest_epsilon(delta, *statistic, ceiling) for statistic in test_statistics(test))
 
 
 def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin: float, ceiling: float) -> float:
@@ -84,7 +84,7 @@ def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin
     return boundary(lambda epsilon: not exceeds(epsilon), 0.0, ceiling, 1e-10, 10_000)[0]
 
 
-def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
+def test_statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``P``, ``P'`` (flattened) and the absolute margin per unit of ``1 + e^eps`` of each statistic used.
 
     The counts on their window; beyond :data:`MAX_CELLS`, the difference ``h+ - h-`` and the
