@@ -34,6 +34,7 @@ The infinite mass composes to ``1 - (1 - P(L = inf))^T``.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from solvers.bisection import boundary

@@ -32,7 +32,6 @@ from designer.shuffle.divergence import delta_of as divergence_delta_of
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 from designer.shuffle.lower import test_delta
 
-
 #: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
 MAX_USERS = 10**9
 #: Most rounds composed (the composed loss grid grows like T^1.5).

@@ -51,7 +51,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from designer.shuffle.divergence import bernstein_tail, bernstein_reach
+from designer.shuffle.divergence import bernstein_reach, bernstein_tail
 from solvers.bisection import boundary
 
 #: Relative steps by which the float search result is raised until the full pass proves it.
