@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from designer.shuffle.binary import binary_deltas, binary_epsilons
 from designer.shuffle.clones import PairClass
+from designer.shuffle.common import common_delta, common_epsilon
 from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
@@ -198,6 +199,15 @@ class _Evaluator:
                 self.cache[pair] = tuple(min(1.0, value) for value in binary_deltas(self.epsilon, pair))
         return self.cache[pair]
 
+    def common(self, experiment) -> float:
+        """The common-part reduction of one direction (an epsilon, or a delta capped at 1)."""
+        if experiment not in self.cache:
+            if self.delta is not None:
+                self.cache[experiment] = common_epsilon(self.delta, experiment)[0]
+            else:
+                self.cache[experiment] = min(1.0, common_delta(self.epsilon, experiment))
+        return self.cache[experiment]
+
     def local(self, level: float) -> float:
         """The local level as a central bound: epsilon itself, or delta 0 (level within epsilon) / 1."""
         if self.delta is not None:
@@ -222,10 +232,13 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
         candidates.append((evaluator.clones(worst, beat), "clones"))
     if population is not None and pair.share_class > 0:
         candidates.append((evaluator.clones(pair.experiments(population, pair.share_class), beat), "clones+population"))
+    common = [([evaluator.common(experiment) for experiment in experiments], source)
+              for experiments, source in pair.common_experiments(n - 1, population)] if counts is None else []
     values, sources = [], []
     for direction in (0, 1):
         count = [(counts[direction], count_source)] if counts is not None else []
-        value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates,
+        directed = [(bounds[direction], source) for bounds, source in common]
+        value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates + directed,
                             key=lambda item: item[0])
         values.append(value)
         sources.append(source)

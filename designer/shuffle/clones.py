@@ -82,6 +82,10 @@ class PairClass:
         when it holds only for the users assumed in the class (``--population``); empty otherwise.
     rows : tuple
         ``(R, R')`` of a table pair (tuples of floats, for composition over rounds); empty otherwise.
+    common : tuple
+        When the rows differ on two outputs ``y1, y2`` only and are proportional to the common part
+        elsewhere (:mod:`designer.shuffle.common`): ``((s, K(y1), K(y2))`` over every input, the same
+        over the pair's class, ``(R(y1), R(y2), R'(y1), R'(y2)), defect)``; empty otherwise.
     """
 
     name: str
@@ -100,6 +104,23 @@ class PairClass:
     binary: tuple[float, ...] = ()
     binary_scope: str = ""
     rows: tuple = ()
+    common: tuple = ()
+
+    def common_experiments(self, others: int, population: int | None = None) -> list:
+        """The common-part experiments of both directions (:mod:`designer.shuffle.common`): worst case, and under
+        a population assumption with the class's common part (empty where the rows' structure does not fit)."""
+        from designer.shuffle.common import CommonExperiment
+
+        if not self.common:
+            return []
+        worst, within, (r1, r2, q1, q2), defect = self.common
+        result = []
+        for (share, k1, k2), counted, source in ((worst, others, "common part"),
+                                                   (within, population, "common part+population")):
+            if share > 0 and counted:
+                result.append((tuple(CommonExperiment(share, counted, (k1, k2), first, second, defect)
+                                     for first, second in (((r1, r2), (q1, q2)), ((q1, q2), (r1, r2)))), source))
+        return result
 
     def binary_pair(self, others: int, population: int | None = None):
         """The exact count analysis of both directions (``None`` unless the pair's class is binary and it applies).
@@ -193,8 +214,45 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
                 *_binary_parameters(q, binary, component, x, x2), (tuple(first.tolist()), tuple(second.tolist())),
+                _common_parameters(q, first, second, members),
             ))
     return result
+
+
+def _common_parameters(q: np.ndarray, first: np.ndarray, second: np.ndarray, members: np.ndarray) -> tuple:
+    """The common-part parameters of a pair (:attr:`PairClass.common`), or ``()`` when the structure does not fit.
+
+    The rows must differ on exactly two outputs and be proportional to the common part ``min_z Q[z]`` on the
+    others, up to a total variation ``defect`` of at most 1e-12 (charged to the bound).
+    """
+    differ = np.flatnonzero(first != second)
+    if differ.size != 2:
+        return ()
+    y1, y2 = (int(y) for y in differ)
+    neutral = np.ones(q.shape[1], dtype=bool)
+    neutral[differ] = False
+    shares = []
+    defect = 0.0
+    for rows in (q, q[members] if members.any() else q[:0]):
+        if rows.shape[0] == 0:
+            shares.append((0.0, 0.0, 0.0))
+            continue
+        least = rows.min(axis=0)
+        total = float(least.sum())
+        weight = float(least[neutral].sum())
+        if total <= 0 or weight <= 0:
+            shares.append((0.0, 0.0, 0.0))
+            continue
+        scale = float(first[neutral].sum()) / weight
+        gap = float(np.abs(first[neutral] - scale * least[neutral]).sum())
+        if gap > 1e-12:
+            shares.append((0.0, 0.0, 0.0))
+            continue
+        defect = max(defect, gap + 8 * q.shape[1] * _ULP)
+        shares.append((total * (1 - 8 * q.shape[1] * _ULP), float(least[y1]) / total, float(least[y2]) / total))
+    if shares[0][0] == 0 and shares[1][0] == 0:
+        return ()
+    return (shares[0], shares[1], (float(first[y1]), float(first[y2]), float(second[y1]), float(second[y2])), defect)
 
 
 def _binary_classes(q: np.ndarray, component: np.ndarray) -> dict:

@@ -168,12 +168,11 @@ def _search(bound, delta: float, ratio: float) -> float:
 
 
 # ------------------------------------------------------------------ the bins of C
-def _bins(experiment: TwoCountExperiment, most: int, width: float, deviations: float = 0.0) -> _Bins:
+def binomial_bins(m: int, q: float, most: int = 4096, width: float = 2e-4, deviations: float = 0.0) -> _Bins:
     """Left ends of the bins of C: width ``max(1, width c, deviations sd)`` within :data:`BULK` sd of the mean, growing
     by half beyond (the mass there is below 1e-8 and ``H_c`` changes slowly across a bin)."""
     from scipy import stats
 
-    m, q = experiment.others, experiment.clone_probability
     if m == 0 or q == 0:
         return _Bins(np.zeros(1, dtype=np.int64), np.ones(1), 0.0)
     mean, sd = m * q, math.sqrt(m * q * (1 - q))
@@ -200,9 +199,10 @@ def _bins(experiment: TwoCountExperiment, most: int, width: float, deviations: f
 @lru_cache(maxsize=4)
 def _bound(experiment: TwoCountExperiment):
     """The evaluator of an experiment; its bins depend on the experiment only, so a stored epsilon re-proves."""
+    m, q = experiment.others, experiment.clone_probability
     if experiment.informative >= 1:
-        return _BinomialBound(experiment, _bins(experiment, MAX_BINS, ARB_BIN_WIDTH, ARB_BIN_SPREAD))
-    return _LazyBound(experiment, _bins(experiment, MAX_BINS, BIN_WIDTH))
+        return _BinomialBound(experiment, binomial_bins(m, q, MAX_BINS, ARB_BIN_WIDTH, ARB_BIN_SPREAD))
+    return _LazyBound(experiment, binomial_bins(m, q, MAX_BINS, BIN_WIDTH))
 
 
 # ------------------------------------------------------------------ w = 1: binomial tails, Arb

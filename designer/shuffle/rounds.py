@@ -7,7 +7,7 @@ post-processing for every choice of the other values; then the T-round view is a
 post-processing of ``(P^T, P'^T)`` (each round's post-processing uses its own randomness and
 the fixed dataset), and the T-round central epsilon at delta is at most that of the product.
 Its privacy-loss distribution is the T-fold sum of one round's
-(:func:`solvers.pld.compose_pld`: grid rounded up, FFT with an explicit error bound). Three
+(:func:`solvers.pld.compose_pld`: grid rounded up, FFT with an explicit error bound). Four
 dominating pairs, the smallest result wins:
 
 * **local**: the two rows themselves (one report is the whole of user 1's contribution);
@@ -15,6 +15,8 @@ dominating pairs, the smallest result wins:
 * **clones**: the binned counting experiment of the clone reduction
   (:func:`designer.shuffle.divergence.experiment_pld`), worst case over the others, and under
   ``--population`` with the assumed users;
+* **common part** (rows differing on two outputs, randomised-response-like): the experiment of
+  :mod:`designer.shuffle.common`, every cell of every bin;
 * **binary count** (a binary class): the count's laws for each composition of the others; the
   worst case over datasets is the largest T-round bound over compositions (the same users every
   round), evaluated on a grid of :data:`ROUNDS_GRID` compositions of ``m - g`` users (``g`` users
@@ -32,6 +34,7 @@ import math
 import numpy as np
 
 from designer.shuffle.clones import PairClass
+from designer.shuffle.common import common_pld
 from designer.shuffle.divergence import experiment_pld
 from designer.shuffle.lower import CountTest, test_statistics
 from solvers.pld import compose_pld
@@ -62,6 +65,13 @@ def pair_rounds(pair: PairClass, n: int, rounds: int, population: int | None, de
         value = compose_pld(losses, masses, rounds, infinity_mass=infinite, slack=slack, **target)[index]
         for direction in (0, 1):  # the experiment is symmetric
             candidates[direction].append((value, source))
+    for experiments, source in pair.common_experiments(n - 1, population):
+        for direction, experiment in enumerate(experiments):
+            law = common_pld(experiment)
+            if law is not None:
+                losses, masses, infinite, slack = law
+                value = compose_pld(losses, masses, rounds, infinity_mass=infinite, slack=slack, **target)[index]
+                candidates[direction].append((value, source))
     exact = pair.binary_pair(n - 1, population)
     if exact is not None:
         source = "binary count" + ("+population" if pair.binary_scope == "class" else "")
