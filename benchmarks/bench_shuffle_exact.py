@@ -70,7 +70,8 @@ def hockey_epsilon(first: np.ndarray, second: np.ndarray, delta: float) -> float
 
 
 def binary_all_zeros(epsilon0: float, n: int, delta: float) -> float:
-    """Binary RR, the other n - 1 users all hold 0: the count law, summed on a window of +-40 sd (scipy)."""
+    """Binary RR, the other n - 1 users all hold 0: the count law, summed on a window of +-40 sd (scipy), the
+    larger epsilon of the two directions."""
     growth = math.exp(epsilon0)
     flip = 1 / (1 + growth)
     m = n - 1
@@ -78,7 +79,8 @@ def binary_all_zeros(epsilon0: float, n: int, delta: float) -> float:
     c = np.arange(max(0, int(m * flip - 40 * sd) - 2), min(m, int(m * flip + 40 * sd) + 2) + 2)
     base = np.exp(stats.binom.logpmf(c, m, flip))
     shifted = np.exp(stats.binom.logpmf(c - 1, m, flip))
-    return hockey_epsilon((1 - flip) * base + flip * shifted, flip * base + (1 - flip) * shifted, delta)
+    first, second = (1 - flip) * base + flip * shifted, flip * base + (1 - flip) * shifted
+    return max(hockey_epsilon(first, second, delta), hockey_epsilon(second, first, delta))  # both directions
 
 
 def composition_delta(first, second, low, high, others, epsilon) -> float:

@@ -64,7 +64,7 @@ GRID = 512
 BATCH_FLOATS = 1 << 22
 #: Most compositions (and floats of their laws) kept for the epsilon search.
 SEARCH_COMPOSITIONS = 192
-SEARCH_FLOATS = 1 << 23
+SEARCH_FLOATS = 1 << 22
 #: Largest mass of the others' count left outside the window (Bernstein).
 LAW_TAIL = 1e-30
 #: The exponent's rounding bound must stay below this for the bound ``|dphi| <= 2 kappa |phi|``.
@@ -125,20 +125,24 @@ def binary_epsilons(delta: float, pair: BinaryPair) -> tuple[tuple[float, float]
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     kept, every = compositions(pair.others)
-    window = _layout(pair.low, pair.high, kept)[-1]
-    sample = list(_batches(pair.low, pair.high, kept, _sample(every, max(8, min(SEARCH_COMPOSITIONS, SEARCH_FLOATS // window)))))
+    layout = _layout(pair.low, pair.high, kept)
+    most = max(8, min(SEARCH_COMPOSITIONS, SEARCH_FLOATS // layout[-1]))
+    sample = [batch for batch in _batches(pair.low, pair.high, kept, _sample(every, most))]
     highs = []
     for direction in (0, 1):
         oriented = pair if direction == 0 else replace(pair, first=pair.second, second=pair.first)
         ceiling = _largest_ratio(oriented)
         top = math.log(ceiling) if math.isfinite(ceiling) else 60.0
+        # the float search sums only the half of a centred window where the terms can be positive: the upper
+        # counts when x reports a one more often (alpha > 0), else the lower ones (an estimate, not a proof)
+        part = _half(sample, layout[4], oriented.first > oriented.second)
 
-        def estimate(epsilon: float, oriented=oriented) -> float:
-            return float(_evaluate(sample, _queries(oriented, [epsilon], []))[0])
+        def estimate(epsilon: float, oriented=oriented, part=part) -> float:
+            return float(_evaluate(part, _queries(oriented, [epsilon], []))[0])
 
         high = 0.0
         if estimate(0.0) > delta:
-            high = boundary(lambda epsilon: estimate(epsilon) <= delta, 0.0, top, 1e-10, 60)[1]
+            high = boundary(lambda epsilon: estimate(epsilon) <= delta, 0.0, top, 1e-8, 60)[1]
         highs.append([high * (1 + step) if high > 0 else step for step in PROOF_STEPS])
     values = _evaluate(_batches(pair.low, pair.high, kept, every), _queries(pair, *highs))
     result = []
@@ -166,6 +170,20 @@ def count_laws(pair: BinaryPair, full: int, grid: int):
             ones, zeros = row[:-1], row[1:]  # f(c - 1), f(c): user 1 reports 1 / 0
             yield (pair.first * ones + (1 - pair.first) * zeros, pair.second * ones + (1 - pair.second) * zeros,
                    float(slack))
+
+
+def _half(batches: list, full: bool, upper: bool) -> list:
+    """The batches' laws cut to the upper or lower half of a centred window (whole when the window is the support)."""
+    if full:
+        return batches
+    result = []
+    for batch in batches:
+        if batch is None:
+            return [None]
+        padded, slack = batch
+        middle = padded.shape[1] // 2
+        result.append((padded[:, middle - 1:] if upper else padded[:, :middle + 2], slack))
+    return result
 
 
 def _sample(every: np.ndarray, most: int) -> np.ndarray:
@@ -205,10 +223,12 @@ def _layout(low: float, high: float, others: int):
             real = 0.5 * np.where(g <= 0.5, np.log1p(-np.minimum(g, 0.5)), np.log(rest))
         angle = np.arctan2(r * np.sin(t), 1 - r + r * np.cos(t))
         logs.append((real, angle))
-        # per user: the modulus's argument has relative error <= 8u either way -> 8u g + u |real| (g <= 1/2: times
-        # 1/(1 - g) <= 2; beyond, 4u <= 8u g); atan2 of (r sin t, 1 - r + r cos t), absolute errors <= 2u |y|, 3u,
-        # radius^2 = 1 - g -> 5u |y| / (1 - g) + u |angle|; t relative 2u with |dl/dt| <= r / sqrt(1 - g)
-        errors.append(16 * _U * (np.abs(real) + np.abs(angle) + (g + r * np.abs(np.sin(t)) + t) / np.maximum(rest, 1e-300)))
+        # per user (then doubled): the modulus's argument has relative error <= 8u either way -> 8u g + u |real|
+        # (g <= 1/2: times 1/(1 - g) <= 2; beyond, 4u <= 8u g); atan2 of (r sin t, 1 - r + r cos t), absolute
+        # errors <= 2u |y|, 3u, radius^2 = 1 - g -> 5u |y| / (1 - g) + u |angle|; t relative 2u with
+        # |dl/dt| <= r / sqrt(1 - g) <= r / (1 - g)
+        errors.append(2 * _U * (8 * g + np.abs(real) + np.abs(angle)
+                                + r * (5 * np.abs(np.sin(t)) + 2 * t) / np.maximum(rest, 1e-300)))
     if full:
         outside = aliased = 0.0
     else:
@@ -241,12 +261,13 @@ def _batches(low: float, high: float, others: int, every):
         tc, modulus = t[:kept], modulus[:, :kept]
         angle_high, angle_low = log_high[1][:kept], log_low[1][:kept]
         phase = a * angle_high + b * angle_low - tc * centre
-        # kappa = a e_hi + b e_lo + 8u (2 t |c| + |modulus| + a |angle_hi| + b |angle_lo|) + 16u per point (the
-        # sums' rounding by their terms' sizes): its largest value bounded here, each point's below
-        unit = 8 * _U
-        largest = (a * error_high[:kept].max() + b * error_low[:kept].max() + unit * (
-            2 * math.pi * np.abs(centre) - modulus.min(axis=1, keepdims=True) + a * np.abs(angle_high).max()
-            + b * np.abs(angle_low).max()) + 2 * unit)
+        # kappa = a e_hi + b e_lo + u (5 t |c| + 3 |modulus| + 3 a |angle_hi| + 3 b |angle_lo|) + 4u per point: three
+        # products and two sums in the phase (each rounding at most u of the terms' sizes), t |c| also for t's own
+        # rounding (2u), the modulus's two products and sum, and the exponential's, cosine's and sine's roundings:
+        # its largest value bounded here, each point's below
+        largest = (a * error_high[:kept].max() + b * error_low[:kept].max() + _U * (
+            5 * math.pi * np.abs(centre) - 3 * modulus.min(axis=1, keepdims=True) + 3 * a * np.abs(angle_high).max()
+            + 3 * b * np.abs(angle_low).max()) + 4 * _U)
         if float(largest.max()) > MAX_KAPPA:
             yield None
             return
@@ -255,8 +276,8 @@ def _batches(low: float, high: float, others: int, every):
         phi.real[:, :kept] = magnitude * np.cos(phase)
         phi.imag[:, :kept] = -magnitude * np.sin(phase)  # the conjugate: irfft sums phi e^{+itd}
         weighted = magnitude * weights[:kept]
-        kappa = (a * error_high[:kept] + b * error_low[:kept] + unit * (
-            2 * tc * np.abs(centre) - modulus + a * np.abs(angle_high) + b * np.abs(angle_low)) + 2 * unit)
+        kappa = (a * error_high[:kept] + b * error_low[:kept] + _U * (
+            5 * tc * np.abs(centre) - 3 * modulus + 3 * a * np.abs(angle_high) + 3 * b * np.abs(angle_low)) + 4 * _U)
         # error over the window in the 1-norm: at most sqrt(points) times the 2-norm over all L points, which is
         # (Parseval) the 2-norm of the spectrum's error over sqrt(L): the input errors |dphi| <= 2 kappa |phi|,
         # and the transform's rounding (8 (log2 L + 2) u relative in the 2-norm); e^-745 per dropped point
