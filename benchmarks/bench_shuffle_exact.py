@@ -28,6 +28,7 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import signal, stats
@@ -35,38 +36,10 @@ from scipy import signal, stats
 from designer.shuffle.analysis import shuffle_guarantee
 from designer.shuffle.clones import table_pairs
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from reference import hockey_epsilon, randomised_response  # noqa: E402  (the tests' independent references)
+
 DELTA = 1e-6
-
-
-def randomised_response(k: int, epsilon: float) -> np.ndarray:
-    growth = math.exp(epsilon)
-    matrix = np.full((k, k), 1 / (growth + k - 1))
-    np.fill_diagonal(matrix, growth / (growth + k - 1))
-    return matrix
-
-
-def hockey_epsilon(first: np.ndarray, second: np.ndarray, delta: float) -> float:
-    """Smallest epsilon with sum max(0, P - e^eps P') <= delta: cells sorted by likelihood ratio, prefix sums."""
-    first, second = np.ravel(first), np.ravel(second)
-    keep = first > second
-    first, second = first[keep], second[keep]
-    with np.errstate(divide="ignore"):
-        ratio = np.log(first) - np.log(second)
-    order = np.argsort(-ratio)
-    ratio, plain, tilted = ratio[order], np.cumsum(first[order]), np.cumsum(second[order])
-
-    def divergence(epsilon: float) -> float:
-        count = int(np.searchsorted(-ratio, -epsilon, side="left"))
-        return 0.0 if count == 0 else plain[count - 1] - math.exp(epsilon) * tilted[count - 1]
-
-    finite = ratio[np.isfinite(ratio)]
-    low, high = 0.0, float(finite[0]) if finite.size else 60.0
-    if divergence(0.0) <= delta:
-        return 0.0
-    for _ in range(80):
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if divergence(middle) > delta else (low, middle)
-    return high
 
 
 def binary_all_zeros(epsilon0: float, n: int, delta: float) -> float:

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from reference import randomised_response
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -20,13 +21,6 @@ from designer.shuffle.lower import CountTest, epsilon_lower
 from designer.shuffle.sources import package_pairs
 
 runner = CliRunner()
-
-
-def randomised_response(k: int, epsilon: float) -> np.ndarray:
-    growth = math.exp(epsilon)
-    matrix = np.full((k, k), 1 / (growth + k - 1))
-    np.fill_diagonal(matrix, growth / (growth + k - 1))
-    return matrix
 
 
 def guarantee(matrix, n, delta, **options):

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from reference import hockey_epsilon, randomised_response, smallest_epsilon
 from scipy import signal, stats
 from typer.testing import CliRunner
 
@@ -22,43 +23,9 @@ from solvers.pld import compose_pld
 runner = CliRunner()
 
 
-def randomised_response(k: int, epsilon: float) -> np.ndarray:
-    growth = math.exp(epsilon)
-    matrix = np.full((k, k), 1 / (growth + k - 1))
-    np.fill_diagonal(matrix, growth / (growth + k - 1))
-    return matrix
-
-
 def guarantee(matrix, n, delta=None, **options):
     labels = [str(x) for x in range(matrix.shape[0])]
     return shuffle_guarantee(table_pairs(matrix, None, labels), n, delta=delta, **options)
-
-
-def hockey_epsilon(first: np.ndarray, second: np.ndarray, delta: float) -> float:
-    """The smallest epsilon with sum max(0, P - e^eps P') <= delta: cells sorted by likelihood ratio, suffix sums."""
-    first, second = np.ravel(first), np.ravel(second)
-    keep = first > second
-    first, second = first[keep], second[keep]
-    with np.errstate(divide="ignore"):
-        ratio = np.log(first) - np.log(second)
-    order = np.argsort(-ratio)
-    ratio, plain, tilted = ratio[order], np.cumsum(first[order]), np.cumsum(second[order])
-
-    def divergence(epsilon):
-        count = int(np.searchsorted(-ratio, -epsilon, side="left"))  # cells with ratio > epsilon
-        return 0.0 if count == 0 else plain[count - 1] - math.exp(epsilon) * tilted[count - 1]
-
-    finite = ratio[np.isfinite(ratio)]
-    return smallest_epsilon(divergence, delta, float(finite[0]) if finite.size else 60.0)
-
-
-def smallest_epsilon(divergence, delta: float, high: float) -> float:
-    """Bisection for the smallest epsilon with divergence(epsilon) <= delta."""
-    low = 0.0
-    for _ in range(60):
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if divergence(middle) > delta else (low, middle)
-    return high
 
 
 # ------------------------------------------------------------------ k-ary RR: the clone law's variance

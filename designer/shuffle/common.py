@@ -141,9 +141,10 @@ def _law(experiment: CommonExperiment) -> _Law | None:
     for u, mass, (h1, h2) in zip(bins.left.tolist(), bins.mass.tolist(), windows):
         if mass <= 0:
             continue
-        # M_u(h1, h2) on the window extended by one below each count (user 1's report shifts by one)
-        a = np.arange(h1[0] - 1, h1[-1] + 1)
-        b = np.arange(h2[0] - 1, h2[-1] + 1)
+        # M_u(h1, h2) on the window extended by one on each side: the cells run to one beyond the window (user 1's
+        # report adds one to a count) and need M one below
+        a = np.arange(h1[0] - 1, h1[-1] + 2)
+        b = np.arange(h2[0] - 1, h2[-1] + 2)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_first = stats.binom.logpmf(a, u, k1)
             log_second = stats.binom.logpmf(b[None, :], np.maximum(u - a, 0)[:, None], k2 / (1 - k1) if k1 < 1 else 0.0)
