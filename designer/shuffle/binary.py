@@ -25,7 +25,9 @@ compositions ``a0 = 0, g, 2g, ...`` and ``m - g`` of ``m - g`` others are: a dat
 left out add independent reports to the count, a post-processing, so
 ``delta_a <= delta_a0`` (of ``m - g`` others). The bound is therefore the exact worst case of
 ``m - g`` users, at most the exact one of ``m`` by about ``1 / (2 GRID)`` relatively in
-epsilon (epsilon falls like ``1 / sqrt(m)``), and never below it.
+epsilon (epsilon falls like ``1 / sqrt(m)``), and never below it. ``GRID`` is 512, lowered to
+no less than 128 when the transforms would exceed :data:`GRID_POINTS` points in all (wide laws:
+a small local epsilon at n = 10^9).
 
 Each ``f_a`` is computed by a real inverse FFT of its characteristic function
 ``exp(a l_hi(t) + b l_lo(t) - i t c_a)``, ``l(t) = log(1 - r + r e^it)`` (its modulus through
@@ -58,8 +60,10 @@ from solvers.bisection import boundary
 PROOF_STEPS = (0.0, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 5e-2)
 #: Most other users whose every composition is evaluated.
 FULL_OTHERS = 4096
-#: Beyond, about this many compositions are evaluated (``g = ceil(m / GRID)`` users dropped).
+#: Beyond, about this many compositions are evaluated (``g = ceil(m / GRID)`` users dropped) ...
 GRID = 512
+#: ... or fewer (at least 128) when their transforms would exceed this many points in all.
+GRID_POINTS = 1 << 27
 #: Floats per batch of laws (the transform's working memory).
 BATCH_FLOATS = 1 << 22
 #: Most compositions (and floats of their laws) kept for the epsilon search.
@@ -110,7 +114,7 @@ def compositions(others: int, full: int | None = None, grid: int | None = None) 
 
 def binary_deltas(epsilon: float, pair: BinaryPair) -> tuple[float, float]:
     """Outward upper bounds on ``max_a delta_a(epsilon)`` of both directions (``x -> x'``, ``x' -> x``)."""
-    kept, every = compositions(pair.others)
+    kept, every = compositions(pair.others, grid=_grid(pair))
     values = _evaluate(_batches(pair.low, pair.high, kept, every), _queries(pair, [epsilon], [epsilon]))
     return float(values[0]), float(values[1])
 
@@ -124,7 +128,7 @@ def binary_epsilons(delta: float, pair: BinaryPair) -> tuple[tuple[float, float]
     """
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    kept, every = compositions(pair.others)
+    kept, every = compositions(pair.others, grid=_grid(pair))
     layout = _layout(pair.low, pair.high, kept)
     most = max(8, min(SEARCH_COMPOSITIONS, SEARCH_FLOATS // layout[-1]))
     sample = [batch for batch in _batches(pair.low, pair.high, kept, _sample(every, most))]
@@ -170,6 +174,13 @@ def count_laws(pair: BinaryPair, full: int, grid: int):
             ones, zeros = row[:-1], row[1:]  # f(c - 1), f(c): user 1 reports 1 / 0
             yield (pair.first * ones + (1 - pair.first) * zeros, pair.second * ones + (1 - pair.second) * zeros,
                    float(slack))
+
+
+def _grid(pair: BinaryPair) -> int:
+    """:data:`GRID`, lowered (to at least 128) so that the transforms stay within :data:`GRID_POINTS` points."""
+    variance = pair.others * max(r * (1 - r) for r in (pair.low, pair.high))
+    size = 1 << max(3, math.ceil(math.log2(2 * bernstein_reach(variance, LAW_TAIL) + 2)))
+    return max(128, min(GRID, GRID_POINTS // size))
 
 
 def _half(batches: list, full: bool, upper: bool) -> list:
