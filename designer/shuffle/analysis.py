@@ -5,15 +5,21 @@ multiset of reports. Neighbouring datasets differ in one user's value (replace-o
 and the other users' values are arbitrary (worst case) unless a population assumption
 is stated. For an ordered pair ``(x, x')`` the central epsilon at ``delta`` is the
 smallest ``epsilon`` with ``P_x(S) <= e^eps P_x'(S) + delta`` for every event S of the
-multiset and every choice of the other values. Two valid bounds are combined (the
-smaller wins):
+multiset and every choice of the other values. Valid bounds are combined (the smallest
+wins):
 
 * the local level ``max_y log(Q[x,y]/Q[x',y])`` (post-processing of one report, ``delta = 0``);
-* for a two-output channel, the exact worst case of the shuffled count over every
-  composition of the other users (:mod:`designer.shuffle.binary`);
+* for a two-output channel (or, under ``--population``, a class of binary sub-channels), the
+  exact worst case of the shuffled count over every composition of the other users
+  (:mod:`designer.shuffle.binary`);
 * the clone reduction (:mod:`designer.shuffle.clones`) evaluated with
   :func:`designer.shuffle.divergence.epsilon_of`, worst case over the other users,
-  and, under ``--population m``, with only ``m`` users of the pair's class counted.
+  and, under ``--population m``, with only ``m`` users of the pair's class counted;
+* for rows differing on two outputs and proportional to the rows' common part elsewhere
+  (randomised response), the common-part reduction (:mod:`designer.shuffle.common`).
+
+With ``rounds > 1`` the same users are shuffled that many times and each pair's
+dominating pairs are composed (:mod:`designer.shuffle.rounds`).
 
 ``epsilon`` is the largest central epsilon over the pairs that E protects (every pair
 without E); ``epsilon_lower`` is the exact divergence of a concrete test

@@ -40,10 +40,10 @@ from designer.shuffle.lower import CountTest, test_statistics
 from solvers.pld import compose_pld
 
 #: Most other users whose every composition is composed over rounds (binary classes).
-ROUNDS_FULL = 64
+ROUNDS_FULL = 128
 #: Beyond, compositions of ``m - g`` users with ``g = ceil(m / ROUNDS_GRID)``: about ``1 / (2 ROUNDS_GRID)``
 #: relatively in epsilon (each composition costs one composition of its PLD).
-ROUNDS_GRID = 64
+ROUNDS_GRID = 128
 
 
 def pair_rounds(pair: PairClass, n: int, rounds: int, population: int | None, delta: float | None,
