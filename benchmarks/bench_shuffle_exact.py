@@ -9,8 +9,9 @@ Every reference is computed here, without the package's numerics:
 * **k-ary RR** (k >= 3): the exact divergence of the shuffled histogram with every other user at
   one input z outside {x, x'} (its likelihood ratio depends on (h_x, h_x', h_z): nested binomial
   laws on a dense grid) where that grid fits, else of the counts (h_x, h_x') alone (a
-  post-processing): lower ends of the truth; the analysis uses the rows of x, x' and z only
-  (the same shares and total variation as the full channel, so the same bound);
+  post-processing), and at n = 10^3 the larger with every other user at x (the counts (h_x, h_x')):
+  lower ends of the truth; the analysis uses the rows of x, x' and z only (the same shares and
+  total variation as the full channel, so the same bound);
 * **binary blocks under --population**: the exact worst case over every composition of the
   assumed users (convolution);
 * **rounds**: the all-zeros dataset's count laws composed by ``dp_accounting`` (Google's PLD
@@ -111,6 +112,19 @@ def k_ary_all_z(k: int, epsilon0: float, n: int, delta: float) -> tuple[float, s
     return hockey_epsilon(first, second, delta), ("(h_x, h_x', h_z)" if three else "(h_x, h_x')")
 
 
+def k_ary_all_x(k: int, epsilon0: float, n: int, delta: float) -> float:
+    """k-ary RR, the other n - 1 users all hold x: the counts (h_x, h_x') (a post-processing), both directions."""
+    growth = math.exp(epsilon0)
+    low, high, m = 1 / (growth + k - 1), growth / (growth + k - 1), n - 1
+    h = np.arange(m + 1)
+    law = stats.binom.pmf(h, m, high)[:, None] * stats.binom.pmf(h[None, :], (m - h)[:, None], low / (1 - high))
+    first, second = np.zeros((m + 2, m + 2)), np.zeros((m + 2, m + 2))
+    for (dx, dxp), p, q in (((1, 0), high, low), ((0, 1), low, high), ((0, 0), 1 - high - low, 1 - high - low)):
+        first[dx:dx + m + 1, dxp:dxp + m + 1] += p * law
+        second[dx:dx + m + 1, dxp:dxp + m + 1] += q * law
+    return max(hockey_epsilon(first, second, delta), hockey_epsilon(second, first, delta))
+
+
 def proved(matrix: np.ndarray, n: int, **options):
     start = time.perf_counter()
     result = shuffle_guarantee(table_pairs(matrix, None, [str(x) for x in range(matrix.shape[0])]), n,
@@ -164,6 +178,9 @@ def k_ary() -> None:
                 rows = randomised_response(k, epsilon0)[:3, :]
                 result, seconds = proved(rows, n)
                 reference, statistic = k_ary_all_z(k, epsilon0, n, DELTA)
+                if n == 10**3:  # the others all at x: a second concrete dataset
+                    at_x = k_ary_all_x(k, epsilon0, n, DELTA)
+                    reference, statistic = max((reference, statistic), (at_x, "all at x: (h_x, h_x')"))
                 print(f"| {k} | {epsilon0:g} | 10^{round(math.log10(n))} | {result.epsilon:.6g} | {reference:.6g} "
                       f"{statistic} | {result.epsilon / reference:.4f} | {result.lower:.6g} | {seconds:.1f} |",
                       flush=True)
