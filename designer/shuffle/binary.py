@@ -25,9 +25,9 @@ compositions ``a0 = 0, g, 2g, ...`` and ``m - g`` of ``m - g`` others are: a dat
 left out add independent reports to the count, a post-processing, so
 ``delta_a <= delta_a0`` (of ``m - g`` others). The bound is therefore the exact worst case of
 ``m - g`` users, at most the exact one of ``m`` by about ``1 / (2 GRID)`` relatively in
-epsilon (epsilon falls like ``1 / sqrt(m)``), and never below it. ``GRID`` is 512, lowered to
-no less than 128 when the transforms would exceed :data:`GRID_POINTS` points in all (wide laws:
-a small local epsilon at n = 10^9).
+epsilon (epsilon falls like ``1 / sqrt(m)``), and never below it. ``GRID`` is as large as keeps
+the transforms within :data:`GRID_POINTS` points in all, from 256 (wide laws: a small local
+epsilon at n = 10^9) to 4096 (``1/8192``: n = 10^5).
 
 Each ``f_a`` is computed by a real inverse FFT of its characteristic function
 ``exp(a l_hi(t) + b l_lo(t) - i t c_a)``, ``l(t) = log(1 - r + r e^it)`` (its modulus through
@@ -60,10 +60,11 @@ from solvers.bisection import boundary
 PROOF_STEPS = (0.0, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 5e-2)
 #: Most other users whose every composition is evaluated.
 FULL_OTHERS = 4096
-#: Beyond, about this many compositions are evaluated (``g = ceil(m / GRID)`` users dropped) ...
-GRID = 512
-#: ... or fewer (at least 128) when their transforms would exceed this many points in all.
-GRID_POINTS = 1 << 27
+#: Beyond, at most this many compositions are evaluated (``g = ceil(m / grid)`` users dropped) ...
+GRID = 4096
+#: ... as many as keep their transforms within this many points in all, but at least 256.
+GRID_POINTS = 1 << 26
+SMALLEST_GRID = 256
 #: Floats per batch of laws (the transform's working memory).
 BATCH_FLOATS = 1 << 22
 #: Most compositions (and floats of their laws) kept for the epsilon search.
@@ -122,9 +123,10 @@ def binary_deltas(epsilon: float, pair: BinaryPair) -> tuple[float, float]:
 def binary_epsilons(delta: float, pair: BinaryPair) -> tuple[tuple[float, float], tuple[float, float]]:
     """Per direction, the smallest ``epsilon`` found whose outward ``max_a delta_a <= delta``, and that delta.
 
-    Bisection on a sample of the compositions (both ends and a grid; laws kept), then one pass
-    over every composition evaluated at the result raised by each of :data:`PROOF_STEPS`; the
-    first proved step is kept. ``(inf, 1.0)`` for a direction none of them proves.
+    Bisection on a sample of the compositions (both ends and a grid; laws kept), then a pass
+    over every composition evaluated at the result raised by the first two of :data:`PROOF_STEPS`
+    (and a second pass at the others if neither proves it); the first proved step is kept.
+    ``(inf, 1.0)`` for a direction none of them proves.
     """
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
@@ -147,13 +149,24 @@ def binary_epsilons(delta: float, pair: BinaryPair) -> tuple[tuple[float, float]
         high = 0.0
         if estimate(0.0) > delta:
             high = boundary(lambda epsilon: estimate(epsilon) <= delta, 0.0, top, 1e-8, 60)[1]
-        highs.append([high * (1 + step) if high > 0 else step for step in PROOF_STEPS])
-    values = _evaluate(_batches(pair.low, pair.high, kept, every), _queries(pair, *highs))
-    result = []
-    for direction, candidates in enumerate(highs):
-        proved = values[direction * len(PROOF_STEPS):(direction + 1) * len(PROOF_STEPS)]
-        first = next((index for index, value in enumerate(proved) if value <= delta), None)
-        result.append((math.inf, 1.0) if first is None else (candidates[first], float(proved[first])))
+        highs.append(high)
+    result: list = [None, None]
+    # a pass over every composition at the first two steps (nearly always enough), then at the others if needed
+    for steps in (PROOF_STEPS[:2], PROOF_STEPS[2:]):
+        open_ = [direction for direction in (0, 1) if result[direction] is None]
+        if not open_:
+            break
+        candidates = [[high * (1 + step) if high > 0 else step for step in steps] if direction in open_ else []
+                      for direction, high in enumerate(highs)]
+        values = _evaluate(_batches(pair.low, pair.high, kept, every), _queries(pair, *candidates))
+        offset = 0
+        for direction in open_:
+            proved = values[offset:offset + len(steps)]
+            offset += len(steps)
+            first = next((index for index, value in enumerate(proved) if value <= delta), None)
+            if first is not None:
+                result[direction] = (candidates[direction][first], float(proved[first]))
+    result = [(math.inf, 1.0) if value is None else value for value in result]
     return result[0], result[1]
 
 
@@ -177,10 +190,10 @@ def count_laws(pair: BinaryPair, full: int, grid: int):
 
 
 def _grid(pair: BinaryPair) -> int:
-    """:data:`GRID`, lowered (to at least 128) so that the transforms stay within :data:`GRID_POINTS` points."""
+    """The compositions' grid: :data:`GRID_POINTS` over the transform's length, within [256, :data:`GRID`]."""
     variance = pair.others * max(r * (1 - r) for r in (pair.low, pair.high))
     size = 1 << max(3, math.ceil(math.log2(2 * bernstein_reach(variance, LAW_TAIL) + 2)))
-    return max(128, min(GRID, GRID_POINTS // size))
+    return max(SMALLEST_GRID, min(GRID, GRID_POINTS // size))
 
 
 def _half(batches: list, full: bool, upper: bool) -> list:
