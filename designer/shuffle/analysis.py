@@ -36,6 +36,7 @@ from designer.shuffle.clones import PairClass
 from designer.shuffle.common import common_delta, common_epsilon
 from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
+from designer.shuffle.lower import CountTest
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 from designer.shuffle.lower import test_delta
 
@@ -252,21 +253,24 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
 
 
 def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon, rounds: int = 1) -> float:
-    """The concrete test's bound for the worst pair's direction (epsilon_lower, or delta_lower).
+    """The concrete tests' bound for the worst pair's direction (epsilon_lower, or delta_lower): the largest.
 
     Under a population assumption the dataset must satisfy it: the other users hold the
     class's test input (only ``population`` of them when an input whose reports never enter
-    the test exists for the rest).
+    the test exists for the rest). A table pair also tries every other user at x and at x'
+    (one round).
     """
     use_class = population is not None
     others = population if use_class and pair.test_all == (0.0, 0.0) else n - 1
-    test = pair.test(others, use_class)
+    tests = [pair.test(others, use_class)]
+    if rounds == 1:
+        tests += [CountTest(pair.test_first, pair.test_second, other, n - 1) for other in pair.test_others]
     if direction == 1:
-        test = type(test)(test.second, test.first, test.other, test.others)
+        tests = [CountTest(test.second, test.first, test.other, test.others) for test in tests]
     if rounds > 1:
         from designer.shuffle.rounds import rounds_lower
 
-        return rounds_lower(test, rounds, delta, epsilon)
+        return rounds_lower(tests[0], rounds, delta, epsilon)
     if delta is not None:
-        return test_epsilon_lower(delta, test)
-    return max(0.0, test_delta(epsilon, test))
+        return max(test_epsilon_lower(delta, test) for test in tests)
+    return max(0.0, max(test_delta(epsilon, test) for test in tests))

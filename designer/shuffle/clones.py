@@ -82,6 +82,10 @@ class PairClass:
         when it holds only for the users assumed in the class (``--population``); empty otherwise.
     rows : tuple
         ``(R, R')`` of a table pair (tuples of floats, for composition over rounds); empty otherwise.
+    test_others : tuple
+        More datasets for the lower bound, valid in the worst case and under a population assumption
+        alike: ``(Q[x,Y+], Q[x,Y-])`` and ``(Q[x',Y+], Q[x',Y-])`` (every other user at x, or at x'; both
+        in the pair's class). Empty for structured classes.
     common : tuple
         When the rows differ on two outputs ``y1, y2`` only and are proportional to the common part
         elsewhere (:mod:`designer.shuffle.common`): ``((s, K(y1), K(y2))`` over every input, the same
@@ -105,6 +109,7 @@ class PairClass:
     binary_scope: str = ""
     rows: tuple = ()
     common: tuple = ()
+    test_others: tuple = ()
 
     def common_experiments(self, others: int, population: int | None = None) -> list:
         """The common-part experiments of both directions (:mod:`designer.shuffle.common`): worst case, and under
@@ -214,7 +219,7 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
                 *_binary_parameters(q, binary, component, x, x2), (tuple(first.tolist()), tuple(second.tolist())),
-                _common_parameters(q, first, second, members),
+                _common_parameters(q, first, second, members), (counts(first), counts(second)),
             ))
     return result
 
