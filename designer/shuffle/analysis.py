@@ -36,9 +36,8 @@ from designer.shuffle.clones import PairClass
 from designer.shuffle.common import common_delta, common_epsilon
 from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
-from designer.shuffle.lower import CountTest
+from designer.shuffle.lower import CountTest, test_delta
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
-from designer.shuffle.lower import test_delta
 
 #: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
 MAX_USERS = 10**9
