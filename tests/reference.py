@@ -61,3 +61,38 @@ def random_privacy(k: int, seed: int):
     values[rng.random((k, k)) < 0.1] = np.inf
     np.fill_diagonal(values, 0)
     return PrivacyMatrix(values)
+
+
+def randomised_response(k: int, epsilon: float) -> np.ndarray:
+    """k-ary randomised response: e^eps / (e^eps + k - 1) on the diagonal, 1 / (e^eps + k - 1) elsewhere."""
+    growth = math.exp(epsilon)
+    matrix = np.full((k, k), 1 / (growth + k - 1))
+    np.fill_diagonal(matrix, growth / (growth + k - 1))
+    return matrix
+
+
+def smallest_epsilon(divergence, delta: float, high: float, steps: int = 60) -> float:
+    """Bisection for the smallest epsilon in [0, high] with divergence(epsilon) <= delta (non-increasing)."""
+    low = 0.0
+    for _ in range(steps):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if divergence(middle) > delta else (low, middle)
+    return high
+
+
+def hockey_epsilon(first: np.ndarray, second: np.ndarray, delta: float) -> float:
+    """The smallest epsilon with sum max(0, P - e^eps P') <= delta: cells sorted by likelihood ratio, prefix sums."""
+    first, second = np.ravel(first), np.ravel(second)
+    keep = first > second
+    first, second = first[keep], second[keep]
+    with np.errstate(divide="ignore"):
+        ratio = np.log(first) - np.log(second)
+    order = np.argsort(-ratio)
+    ratio, plain, tilted = ratio[order], np.cumsum(first[order]), np.cumsum(second[order])
+
+    def divergence(epsilon):
+        count = int(np.searchsorted(-ratio, -epsilon, side="left"))  # cells with ratio > epsilon
+        return 0.0 if count == 0 else plain[count - 1] - math.exp(epsilon) * tilted[count - 1]
+
+    finite = ratio[np.isfinite(ratio)]
+    return smallest_epsilon(divergence, delta, float(finite[0]) if finite.size else 60.0, 80)

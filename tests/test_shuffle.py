@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from reference import randomised_response
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -13,20 +14,13 @@ from designer.cli import app
 from designer.deploy.sampler import package_digest
 from designer.deploy.structured import build_hadamard_package, build_high_low_package
 from designer.shuffle.analysis import shuffle_guarantee
-from designer.shuffle.binary import BinaryPair, binary_delta
+from designer.shuffle.binary import BinaryPair, binary_deltas
 from designer.shuffle.clones import table_pairs
 from designer.shuffle.divergence import TwoCountExperiment, _lazy_law, epsilon_of, fmt_generic
 from designer.shuffle.lower import CountTest, epsilon_lower
 from designer.shuffle.sources import package_pairs
 
 runner = CliRunner()
-
-
-def randomised_response(k: int, epsilon: float) -> np.ndarray:
-    growth = math.exp(epsilon)
-    matrix = np.full((k, k), 1 / (growth + k - 1))
-    np.fill_diagonal(matrix, growth / (growth + k - 1))
-    return matrix
 
 
 def guarantee(matrix, n, delta, **options):
@@ -159,17 +153,33 @@ def test_binary_channel_bound_is_the_exact_worst_case_over_every_dataset():
     assert result.lower <= exact * (1 + 1e-9) + 1e-12
 
 
-def test_binary_bound_beyond_the_evaluated_users_stays_monotone_and_above_the_exact_test(monkeypatch):
-    """With at most 60 other users evaluated, larger n reuse that bound or a smaller clone bound."""
+def composition_divergences(r_low: float, r_high: float, first: float, second: float, others: int,
+                            epsilon: float) -> np.ndarray:
+    """delta_a of every composition a (others at r_high), by scipy convolution of the two binomial laws."""
+    result = []
+    for a in range(others + 1):
+        law = np.convolve(stats.binom.pmf(np.arange(a + 1), a, r_high),
+                          stats.binom.pmf(np.arange(others - a + 1), others - a, r_low))
+        zero, one = np.append(law, 0.0), np.insert(law, 0, 0.0)  # user 1 reports 0 / 1
+        p, q = first * one + (1 - first) * zero, second * one + (1 - second) * zero
+        result.append(np.maximum(p - math.exp(epsilon) * q, 0).sum())
+    return np.array(result)
+
+
+def test_binary_grid_of_compositions_bounds_every_composition_from_above_within_the_dropped_users(monkeypatch):
+    """Beyond FULL_OTHERS, a grid of compositions of m - g users: never below the exact worst case of m users,
+    never above the exact worst case of m - g (both by independent convolution over every composition)."""
     import designer.shuffle.binary as binary
 
-    monkeypatch.setattr(binary, "MAX_OTHERS", 60)
-    results = [guarantee(randomised_response(2, 2.0), n, 1e-3) for n in (40, 61, 62, 200)]
-    epsilons = [result.epsilon for result in results]
-    assert epsilons == sorted(epsilons, reverse=True)
-    assert epsilons[1] == epsilons[2]  # the bound of 60 others, reused
-    assert results[-1].pairs[0].source[0] == "clones"  # far beyond, the clone reduction wins
-    assert all(result.lower <= result.epsilon for result in results)
+    monkeypatch.setattr(binary, "FULL_OTHERS", 40)
+    monkeypatch.setattr(binary, "GRID", 8)
+    r, others, epsilon = 0.8, 150, 0.3
+    kept, grid = binary.compositions(others)
+    assert kept == others - 19 and grid[0] == 0 and grid[-1] == kept and np.all(np.diff(grid) <= 19)
+    bound = binary_deltas(epsilon, BinaryPair(r, 1 - r, 1 - r, r, others))[0]
+    every = composition_divergences(1 - r, r, r, 1 - r, others, epsilon).max()
+    fewer = composition_divergences(1 - r, r, r, 1 - r, kept, epsilon).max()
+    assert every <= bound <= fewer + 1e-9 and every < fewer
 
 
 def test_the_worst_case_clone_bound_stands_where_the_binary_count_numerics_lie_above_it():
@@ -188,18 +198,13 @@ def test_binary_delta_is_the_largest_composition_divergence_which_need_not_be_at
     """Binary RR, eps0 = 4, n = 1000: scipy convolution of Bin(a, r) and Bin(n-1-a, 1-r) for every a."""
     growth, n, epsilon = math.exp(4), 1000, 1 / 6
     r = growth / (1 + growth)
-    divergences = []
-    for a in range(n):
-        others = np.convolve(stats.binom.pmf(np.arange(a + 1), a, r),
-                             stats.binom.pmf(np.arange(n - a), n - 1 - a, 1 - r))
-        low, high = np.append(others, 0.0), np.insert(others, 0, 0.0)  # user 1 reports 0 / 1
-        first, second = r * high + (1 - r) * low, (1 - r) * high + r * low
-        divergences.append(np.maximum(first - math.exp(epsilon) * second, 0).sum())
+    divergences = composition_divergences(1 - r, r, r, 1 - r, n - 1, epsilon)
     worst = int(np.argmax(divergences))
     assert 0 < worst < n - 1  # an interior composition beats both ends: every a must be checked
-    bound = binary_delta(epsilon, BinaryPair(r, 1 - r, 1 - r, r, n - 1))
-    assert divergences[worst] <= bound <= divergences[worst] + 1e-9
-    assert binary_delta(epsilon, BinaryPair(r, 1 - r, 1 - r, r, n - 1), [0, n - 1]) < divergences[worst]
+    assert max(divergences[0], divergences[-1]) < divergences[worst]
+    forward, backward = binary_deltas(epsilon, BinaryPair(r, 1 - r, 1 - r, r, n - 1))
+    assert divergences[worst] <= forward <= divergences[worst] + 1e-9
+    assert backward == pytest.approx(forward, abs=1e-9)  # binary RR: the two directions mirror each other
 
 
 def test_generic_bound_reproduces_feldman_mcmillan_talwar():

@@ -39,13 +39,17 @@ def shuffle_command(
     generic: bool = typer.Option(
         False, "--generic", help="Also print the generic bound (FMT, from the largest local level alone; with --delta).",
     ),
+    rounds: int = typer.Option(
+        1, "--rounds", help="The same users shuffled this many times: the guarantee after T releases (PLD accounting).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Central privacy after shuffling n reports (replace-one neighbours). Exit 0, 1 tampered package, 2 bad input."""
     from designer.shuffle.analysis import shuffle_guarantee
 
     pairs, source = _pairs(channel_file, e_file, package_file)
-    guarantee = shuffle_guarantee(pairs, n, delta=delta, epsilon=epsilon, population=population, generic=generic)
+    guarantee = shuffle_guarantee(pairs, n, delta=delta, epsilon=epsilon, population=population, generic=generic,
+                                  rounds=rounds)
     payload = _payload(guarantee, source)
     if as_json:
         print_json(payload)
@@ -83,7 +87,7 @@ def _pairs(channel_file: Path | None, e_file: Path | None, package_file: Path | 
 def _payload(guarantee, source: str) -> dict:
     given_epsilon = guarantee.epsilon_given
     payload = {
-        "source": source, "n": guarantee.n, "neighbours": "replace-one",
+        "source": source, "n": guarantee.n, "rounds": guarantee.rounds, "neighbours": "replace-one",
         "epsilon": _number(guarantee.epsilon), "delta": guarantee.delta,
         ("delta_lower" if given_epsilon else "epsilon_lower"): _number(guarantee.lower),
         "assumption": guarantee.assumption, "population": guarantee.population,
@@ -115,7 +119,8 @@ def _payload(guarantee, source: str) -> dict:
 
 def _print(guarantee, payload: dict, console: Console) -> None:
     given_epsilon = guarantee.epsilon_given
-    console.print(escape(f"shuffling n = {guarantee.n} reports of {payload['source']} (replace-one neighbours)"))
+    releases = "" if guarantee.rounds == 1 else f", the same users over {guarantee.rounds} rounds"
+    console.print(escape(f"shuffling n = {guarantee.n} reports of {payload['source']} (replace-one neighbours{releases})"))
     console.print(escape(f"  assumption: {guarantee.assumption}"))
     if given_epsilon:
         console.print(f"  [bold]central delta <= {guarantee.delta:.6g}[/] at epsilon = {guarantee.epsilon:g} "

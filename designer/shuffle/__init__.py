@@ -5,9 +5,12 @@
 * :mod:`designer.shuffle.divergence` — the counting experiment's hockey-stick divergence, bounded
   with outward rounding (Arb binomial tails, or an FFT with an explicit error bound), and the
   epsilon search;
-* :mod:`designer.shuffle.binary` — the exact worst case of a two-output channel's shuffled count,
-  every composition of the other users evaluated (FFT with an explicit error bound);
+* :mod:`designer.shuffle.binary` — the exact worst case of a binary channel's (or binary class's)
+  shuffled count over every composition of the other users (FFT with an explicit error bound; a
+  grid of compositions with a few users dropped beyond 4,096 others);
 * :mod:`designer.shuffle.lower` — a lower bound: the exact divergence of a concrete test;
+* :mod:`designer.shuffle.rounds` — the same users shuffled over T rounds: privacy-loss
+  distributions of per-round dominating pairs, composed (:mod:`solvers.pld`);
 * :mod:`designer.shuffle.analysis` — per-pair and worst-case guarantees, E-aware, with an
   optional population assumption (:func:`~designer.shuffle.analysis.shuffle_channel`);
 * :mod:`designer.shuffle.orbits` — the pair classes of an orbit package (a symmetric design at

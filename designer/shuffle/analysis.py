@@ -5,15 +5,21 @@ multiset of reports. Neighbouring datasets differ in one user's value (replace-o
 and the other users' values are arbitrary (worst case) unless a population assumption
 is stated. For an ordered pair ``(x, x')`` the central epsilon at ``delta`` is the
 smallest ``epsilon`` with ``P_x(S) <= e^eps P_x'(S) + delta`` for every event S of the
-multiset and every choice of the other values. Two valid bounds are combined (the
-smaller wins):
+multiset and every choice of the other values. Valid bounds are combined (the smallest
+wins):
 
 * the local level ``max_y log(Q[x,y]/Q[x',y])`` (post-processing of one report, ``delta = 0``);
-* for a two-output channel, the exact worst case of the shuffled count over every
-  composition of the other users (:mod:`designer.shuffle.binary`);
+* for a two-output channel (or, under ``--population``, a class of binary sub-channels), the
+  exact worst case of the shuffled count over every composition of the other users
+  (:mod:`designer.shuffle.binary`);
 * the clone reduction (:mod:`designer.shuffle.clones`) evaluated with
   :func:`designer.shuffle.divergence.epsilon_of`, worst case over the other users,
-  and, under ``--population m``, with only ``m`` users of the pair's class counted.
+  and, under ``--population m``, with only ``m`` users of the pair's class counted;
+* for rows differing on two outputs and proportional to the rows' common part elsewhere
+  (randomised response), the common-part reduction (:mod:`designer.shuffle.common`).
+
+With ``rounds > 1`` the same users are shuffled that many times and each pair's
+dominating pairs are composed (:mod:`designer.shuffle.rounds`).
 
 ``epsilon`` is the largest central epsilon over the pairs that E protects (every pair
 without E); ``epsilon_lower`` is the exact divergence of a concrete test
@@ -25,16 +31,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from designer.shuffle.binary import binary_delta, binary_epsilon
+from designer.shuffle.binary import binary_deltas, binary_epsilons
 from designer.shuffle.clones import PairClass
-from designer.shuffle.divergence import epsilon_estimate, epsilon_of, fmt_generic
+from designer.shuffle.common import common_delta, common_epsilon
+from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
+from designer.shuffle.lower import CountTest, test_delta
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
-from designer.shuffle.lower import test_delta
-
 
 #: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
 MAX_USERS = 10**9
+#: Most rounds composed (the composed loss grid grows like T^1.5).
+MAX_ROUNDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,8 @@ class ShuffleGuarantee:
     generic : float
         Feldman-McMillan-Talwar's generic bound from the largest finite local level of the
         protected pairs alone (the same numerics), for comparison.
+    rounds : int
+        Releases of the same users composed (1: a single shuffle).
     """
 
     n: int
@@ -81,6 +91,7 @@ class ShuffleGuarantee:
     population: int | None = None
     generic: float = math.nan
     epsilon_given: bool = False
+    rounds: int = 1
 
     @property
     def assumption(self) -> str:
@@ -91,7 +102,7 @@ class ShuffleGuarantee:
 
 
 def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None, epsilon: float | None = None,
-                      population: int | None = None, generic: bool = False) -> ShuffleGuarantee:
+                      population: int | None = None, generic: bool = False, rounds: int = 1) -> ShuffleGuarantee:
     """The central guarantee of ``n`` shuffled reports for the given pair classes.
 
     Parameters
@@ -105,7 +116,10 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     population : int, optional
         The assumption: at least this many other users hold inputs of the pair's class.
     generic : bool
-        Also compute FMT's generic bound from the largest local level (``delta`` given).
+        Also compute FMT's generic bound from the largest local level (``delta`` given; one round).
+    rounds : int
+        The same users shuffled this many times (independent reports each round): the guarantee
+        after ``rounds`` releases (:mod:`designer.shuffle.rounds`).
     """
     if not 2 <= n <= MAX_USERS:
         raise ValueError(f"--n must be from 2 to {MAX_USERS:,} (above, the FFT laws need more than ~200 MB), got {n}")
@@ -117,8 +131,16 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
         raise ValueError(f"--epsilon must be a finite number >= 0, got {epsilon!r}")
     if population is not None and not 1 <= population <= n - 1:
         raise ValueError(f"--population must be between 1 and n - 1 = {n - 1}, got {population}")
-    evaluator = _Evaluator(delta, epsilon)
-    results = [_pair_guarantee(pair, n, population, evaluator) for pair in pairs]
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise ValueError(f"--rounds must be from 1 to {MAX_ROUNDS:,}, got {rounds}")
+    if rounds == 1:
+        evaluator = _Evaluator(delta, epsilon)
+        results = [_pair_guarantee(pair, n, population, evaluator) for pair in pairs]
+    else:
+        from designer.shuffle.rounds import pair_rounds
+
+        results = [PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows")) if pair.ratio <= 1 else
+                   PairGuarantee(pair, *pair_rounds(pair, n, rounds, population, delta, epsilon)) for pair in pairs]
     protected = [(result, direction) for result in results for direction in (0, 1)
                  if result.pair.protected[direction]]
     if not protected:
@@ -127,15 +149,16 @@ def shuffle_guarantee(pairs: list[PairClass], n: int, delta: float | None = None
     value = worst.value[direction]
     # any protected direction of the worst pair is a lower bound; both are tried (the bounds of a
     # symmetric pair tie up to rounding, and its test's dataset suits one direction only)
-    lower = max(_lower(worst.pair, side, n, population, delta, epsilon)
+    lower = max(_lower(worst.pair, side, n, population, delta, epsilon, rounds)
                 for side in (0, 1) if worst.pair.protected[side])
     locals_ = [r.pair.local[d] for r, d in protected if math.isfinite(r.pair.local[d]) and r.pair.local[d] > 0]
     generic_value = math.nan
-    if generic and locals_ and delta is not None:
+    if generic and locals_ and delta is not None and rounds == 1:
         generic_value = epsilon_of(delta, fmt_generic(max(locals_), n))[0]
     if delta is not None:
-        return ShuffleGuarantee(n, delta, value, lower, results, population, generic_value)
-    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True)
+        return ShuffleGuarantee(n, delta, value, lower, results, population, generic_value, rounds=rounds)
+    return ShuffleGuarantee(n, value, epsilon, lower, results, population, generic_value, epsilon_given=True,
+                            rounds=rounds)
 
 
 def shuffle_channel(channel, n: int, delta: float | None = None, epsilon: float | None = None, privacy=None,
@@ -156,25 +179,40 @@ class _Evaluator:
         self.delta, self.epsilon = delta, epsilon
         self.cache: dict = {}
 
-    def clones(self, experiments: list) -> float:
-        """The best outward bound of equally valid experiments (only the most promising one is evaluated outward)."""
-        key = tuple(experiments)
+    def clones(self, experiments: list, beat: float = math.inf) -> float:
+        """The best outward bound of equally valid experiments (only the most promising one is evaluated outward).
+
+        ``inf`` (epsilon) or 1 (delta) without the outward evaluation when even the float estimate is not
+        below ``beat`` (a bound already proved for every direction of the pair).
+        """
+        key = (tuple(experiments), beat)
         if key not in self.cache:
             if self.delta is not None:
-                best = min(experiments, key=lambda experiment: epsilon_estimate(self.delta, experiment))
-                self.cache[key] = epsilon_of(self.delta, best)[0]
+                estimates = {experiment: epsilon_estimate(self.delta, experiment) for experiment in experiments}
+                best = min(experiments, key=estimates.get)
+                self.cache[key] = epsilon_of(self.delta, best)[0] if estimates[best] < beat else math.inf
             else:
-                self.cache[key] = min(min(1.0, divergence_delta_of(self.epsilon, e)) for e in experiments)
+                hopeful = [e for e in experiments if delta_estimate(self.epsilon, e) < beat]
+                self.cache[key] = min([1.0] + [min(1.0, divergence_delta_of(self.epsilon, e)) for e in hopeful])
         return self.cache[key]
 
-    def binary(self, pair) -> float:
-        """The exact count analysis of a two-output channel (an epsilon, or a delta capped at 1)."""
+    def binary(self, pair) -> tuple[float, float]:
+        """The exact count analysis of a binary pair, both directions (epsilons, or deltas capped at 1)."""
         if pair not in self.cache:
             if self.delta is not None:
-                self.cache[pair] = binary_epsilon(self.delta, pair)[0]
+                self.cache[pair] = tuple(value for value, _ in binary_epsilons(self.delta, pair))
             else:
-                self.cache[pair] = min(1.0, binary_delta(self.epsilon, pair))
+                self.cache[pair] = tuple(min(1.0, value) for value in binary_deltas(self.epsilon, pair))
         return self.cache[pair]
+
+    def common(self, experiment) -> float:
+        """The common-part reduction of one direction (an epsilon, or a delta capped at 1)."""
+        if experiment not in self.cache:
+            if self.delta is not None:
+                self.cache[experiment] = common_epsilon(self.delta, experiment)[0]
+            else:
+                self.cache[experiment] = min(1.0, common_delta(self.epsilon, experiment))
+        return self.cache[experiment]
 
     def local(self, level: float) -> float:
         """The local level as a central bound: epsilon itself, or delta 0 (level within epsilon) / 1."""
@@ -187,37 +225,51 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
     """Both directions of one pair: the smaller of the local level and the clone bounds."""
     if pair.ratio <= 1:  # equal rows: indistinguishable
         return PairGuarantee(pair, (0.0, 0.0), ("equal rows", "equal rows"))
-    exact = [pair.binary_pair(n - 1, direction) for direction in (0, 1)]
-    candidates = []  # symmetric clone bounds
-    worst = pair.experiments(n - 1, pair.share_all)
+    exact = pair.binary_pair(n - 1, population)
+    counts = evaluator.binary(exact) if exact is not None else None
+    count_source = "binary count" + ("+population" if pair.binary_scope == "class" else "")
     # every valid bound is a candidate, the smallest wins: the exact count analysis (its float numerics,
-    # outward rounding) can lie above the worst-case clone bound
+    # outward rounding) can lie above a clone bound; the symmetric clone bounds are proved only where their
+    # estimate could beat it in some direction
+    beat = math.inf if counts is None else max(counts)
+    candidates = []
+    worst = pair.experiments(n - 1, pair.share_all)
     if worst:
-        candidates.append((evaluator.clones(worst), "clones"))
+        candidates.append((evaluator.clones(worst, beat), "clones"))
     if population is not None and pair.share_class > 0:
-        candidates.append((evaluator.clones(pair.experiments(population, pair.share_class)), "clones+population"))
+        candidates.append((evaluator.clones(pair.experiments(population, pair.share_class), beat), "clones+population"))
+    common = [([evaluator.common(experiment) for experiment in experiments], source)
+              for experiments, source in pair.common_experiments(n - 1, population)] if counts is None else []
     values, sources = [], []
     for direction in (0, 1):
-        count = [(evaluator.binary(exact[direction]), "binary count")] if exact[direction] is not None else []
-        value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates,
+        count = [(counts[direction], count_source)] if counts is not None else []
+        directed = [(bounds[direction], source) for bounds, source in common]
+        value, source = min([(evaluator.local(pair.local[direction]), "local")] + count + candidates + directed,
                             key=lambda item: item[0])
         values.append(value)
         sources.append(source)
     return PairGuarantee(pair, tuple(values), tuple(sources))
 
 
-def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon) -> float:
-    """The concrete test's bound for the worst pair's direction (epsilon_lower, or delta_lower).
+def _lower(pair: PairClass, direction: int, n: int, population: int | None, delta, epsilon, rounds: int = 1) -> float:
+    """The concrete tests' bound for the worst pair's direction (epsilon_lower, or delta_lower): the largest.
 
     Under a population assumption the dataset must satisfy it: the other users hold the
     class's test input (only ``population`` of them when an input whose reports never enter
-    the test exists for the rest).
+    the test exists for the rest). A table pair also tries every other user at x and at x'
+    (one round).
     """
     use_class = population is not None
     others = population if use_class and pair.test_all == (0.0, 0.0) else n - 1
-    test = pair.test(others, use_class)
+    tests = [pair.test(others, use_class)]
+    if rounds == 1:
+        tests += [CountTest(pair.test_first, pair.test_second, other, n - 1) for other in pair.test_others]
     if direction == 1:
-        test = type(test)(test.second, test.first, test.other, test.others)
+        tests = [CountTest(test.second, test.first, test.other, test.others) for test in tests]
+    if rounds > 1:
+        from designer.shuffle.rounds import rounds_lower
+
+        return rounds_lower(tests[0], rounds, delta, epsilon)
     if delta is not None:
-        return test_epsilon_lower(delta, test)
-    return max(0.0, test_delta(epsilon, test))
+        return max(test_epsilon_lower(delta, test) for test in tests)
+    return max(0.0, max(test_delta(epsilon, test) for test in tests))

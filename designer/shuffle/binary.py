@@ -2,7 +2,8 @@
 
 With two outputs the shuffled multiset is the count of ones. User 1 reports 1 with
 probability ``r`` (``x``) or ``r'`` (``x'``); another user holding ``z`` with probability
-``r_z = Q[z, 1]``. For fixed other values
+``r_z = Q[z, 1]`` (each row is read as the Bernoulli law of a one, ``P(0) = 1 - Q[z, 1]``
+exactly). For fixed other values
 
     delta(eps) = sum_c max(0, alpha f(c - 1) + beta f(c)),
     alpha = r - e^eps r',  beta = (1 - r) - e^eps (1 - r'),
@@ -13,41 +14,64 @@ function of each ``r_z`` on ``[r_lo, r_hi]`` (the smallest and largest ``Q[z, 1]
 channel): raising the others one at a time to the better end never lowers it. Hence the
 worst case over the other values is attained with every other user at ``r_lo`` or ``r_hi``
 (both are rows of the channel), and by exchangeability it depends only on the number
-``a`` of them at ``r_hi``: ``sup = max_a delta_a(eps)``, ``a = 0 .. n - 1``. Nothing about
-the other users is revealed beyond the count (unlike the clone reduction).
+``a`` of them at ``r_hi``: ``sup = max_a delta_a(eps)``, ``a = 0 .. m`` (``m`` others). The
+direction ``x' -> x`` is the same sum with ``r`` and ``r'`` swapped (the same laws ``f_a``).
 
-Each ``f_a`` (others' count ``Bin(a, r_hi) + Bin(n - 1 - a, r_lo)``) is computed by a real
-inverse FFT of its characteristic function ``exp(a l_hi(t) + b l_lo(t) - i t c_a)``,
-``l(t) = log(1 - r + r e^it)`` (modulus through ``log1p``, argument through ``atan2``),
-on a window of ``+-h`` around ``c_a = round(mean)``, or on the whole support for small n.
-Every evaluation adds, times ``1 + e^eps >= |alpha| + |beta|``: the window's points times
-the mean of ``2 kappa |phi|`` (``kappa`` bounds the exponent's rounding error, the rounding of
-the frequencies included; the exact transform maps it to at most that mean per point), the
+**Many users: a grid of compositions with g users dropped.** Up to :data:`FULL_OTHERS`
+others every composition is evaluated. Beyond, with ``g = ceil(m / GRID)``, only the
+compositions ``a0 = 0, g, 2g, ...`` and ``m - g`` of ``m - g`` others are: a dataset with
+``a`` others at ``r_hi`` contains one with ``a0`` at ``r_hi`` and ``m - g - a0`` at ``r_lo``
+(``a0`` the grid point at or below ``a``, or ``m - g`` when ``a > m - g``); the ``g`` users
+left out add independent reports to the count, a post-processing, so
+``delta_a <= delta_a0`` (of ``m - g`` others). The bound is therefore the exact worst case of
+``m - g`` users, at most the exact one of ``m`` by about ``1 / (2 GRID)`` relatively in
+epsilon (epsilon falls like ``1 / sqrt(m)``), and never below it. ``GRID`` is as large as keeps
+the transforms within :data:`GRID_POINTS` points in all, from 256 (wide laws: a small local
+epsilon at n = 10^9) to 4096 (``1/8192``: n = 10^5).
+
+Each ``f_a`` is computed by a real inverse FFT of its characteristic function
+``exp(a l_hi(t) + b l_lo(t) - i t c_a)``, ``l(t) = log(1 - r + r e^it)`` (its modulus through
+``log1p`` where ``|phi|^2 >= 1/2`` and through ``(1 - 2r)^2 + 4 r (1 - r) cos^2(t/2)``
+otherwise, so a row near 1/2, a small local epsilon, stays accurate; its argument through
+``atan2``), on a window of ``+-h`` around ``c_a = round(mean)`` (Bernstein's reach for a
+tail of :data:`LAW_TAIL`), or on the whole support for small m. Every evaluation adds,
+times ``1 + e^eps >= |alpha| + |beta|``: the window's points times the mean of
+``2 kappa |phi|`` (``kappa`` bounds the exponent's rounding error, the rounding of the
+frequencies included; the exact transform maps it to at most that mean per point), the
 square root of the window's points times the transform's rounding in the 2-norm
 (``8 (log2 L + 2) u`` times the root mean square of ``|phi|``), the aliased mass and twice
-the mass outside the window (Bernstein: centred steps in
-``[-1, 1]``, variance at most ``(n - 1) max r (1 - r)``), and ``n`` times the largest
-``|Q[z,0] + Q[z,1] - 1|`` (the float rows are read as Bernoulli laws), and ``16 u`` for the
-rounding of ``alpha``, ``beta``, ``e^eps`` and each term.
+the mass outside the window (Bernstein: centred steps in ``[-1, 1]``, variance at most
+``m max r (1 - r)``), and ``16 u`` for the rounding of ``alpha``, ``beta``, ``e^eps`` and each
+term.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
-from solvers.bisection import boundary, first_proved
+from designer.shuffle.divergence import bernstein_reach, bernstein_tail
+from solvers.bisection import boundary
 
 #: Relative steps by which the float search result is raised until the full pass proves it.
 PROOF_STEPS = (0.0, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 5e-2)
-#: Compositions evaluated per transform batch.
-BATCH = 256
-#: Most other users evaluated (the pass costs one FFT of ~ 28 sqrt(n r (1 - r)) points per composition);
-#: with more, the bound of this many is used (more users never raise the exact worst case).
-MAX_OTHERS = 200_000
+#: Most other users whose every composition is evaluated.
+FULL_OTHERS = 4096
+#: Beyond, at most this many compositions are evaluated (``g = ceil(m / grid)`` users dropped) ...
+GRID = 4096
+#: ... as many as keep their transforms within this many points in all, but at least 256.
+GRID_POINTS = 1 << 26
+SMALLEST_GRID = 256
+#: Floats per batch of laws (the transform's working memory).
+BATCH_FLOATS = 1 << 22
+#: Most compositions (and floats of their laws) kept for the epsilon search.
+SEARCH_COMPOSITIONS = 192
+SEARCH_FLOATS = 1 << 22
+#: Largest mass of the others' count left outside the window (Bernstein).
+LAW_TAIL = 1e-30
 #: The exponent's rounding bound must stay below this for the bound ``|dphi| <= 2 kappa |phi|``.
 MAX_KAPPA = 0.25
 
@@ -56,10 +80,10 @@ _U = 2.0 ** -53
 
 @dataclass(frozen=True)
 class BinaryPair:
-    """The direction ``x -> x'`` of a binary channel with ``others`` other users.
+    """A pair of a binary channel with ``others`` other users: ``x -> x'`` and ``x' -> x``.
 
     ``first, second``: ``Q[x, 1]``, ``Q[x', 1]``; ``low, high``: the smallest and largest
-    ``Q[z, 1]`` over the inputs; ``defect``: the largest ``|Q[z, 0] + Q[z, 1] - 1|``.
+    ``Q[z, 1]`` over the inputs the other users may hold.
     """
 
     first: float
@@ -67,112 +91,207 @@ class BinaryPair:
     low: float
     high: float
     others: int
-    defect: float = 0.0
 
     @property
     def usable(self) -> bool:
-        """Whether the exact evaluation applies (at least one other user, ``log1p`` well conditioned)."""
-        curvature = max(r * (1 - r) for r in (self.low, self.high))
-        return 1 <= self.others <= MAX_OTHERS and 4 * curvature <= 0.99 and self.first != self.second
+        """Whether the count analysis applies (at least one other user, distinct rows)."""
+        return self.others >= 1 and self.first != self.second
 
 
-def binary_delta(epsilon: float, pair: BinaryPair, compositions=None) -> float:
-    """An outward upper bound on ``max_a delta_a(epsilon)`` (``compositions``: only those ``a``, for the search)."""
-    return float(_pass(pair, [epsilon], compositions)[0])
+def compositions(others: int, full: int | None = None, grid: int | None = None) -> tuple[int, np.ndarray]:
+    """The users evaluated and the compositions ``a`` (others at ``r_hi``) that bound every composition of ``others``.
+
+    Every composition up to ``full`` (:data:`FULL_OTHERS`); beyond, the grid of ``m - g`` users with
+    ``g = ceil(m / grid)`` (:data:`GRID`; module docstring).
+    """
+    full = FULL_OTHERS if full is None else full
+    if others <= full:
+        return others, np.arange(others + 1)
+    dropped = -(-others // (GRID if grid is None else grid))
+    kept = others - dropped
+    points = np.arange(0, kept + 1, dropped)
+    return kept, points if points[-1] == kept else np.append(points, kept)
 
 
-def binary_epsilon(delta: float, pair: BinaryPair) -> tuple[float, float]:
-    """The smallest ``epsilon`` found whose outward ``max_a delta_a <= delta``, and that delta.
+def binary_deltas(epsilon: float, pair: BinaryPair) -> tuple[float, float]:
+    """Outward upper bounds on ``max_a delta_a(epsilon)`` of both directions (``x -> x'``, ``x' -> x``)."""
+    kept, every = compositions(pair.others, grid=_grid(pair))
+    values = _evaluate(_batches(pair.low, pair.high, kept, every), _queries(pair, [epsilon], [epsilon]))
+    return float(values[0]), float(values[1])
 
-    Bisection on the compositions near both ends and on a grid (cached laws), then a
-    pass over every composition at the result, raised by :data:`PROOF_STEPS` until proved;
-    ``(inf, 1.0)`` when none of them is proved.
+
+def binary_epsilons(delta: float, pair: BinaryPair) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Per direction, the smallest ``epsilon`` found whose outward ``max_a delta_a <= delta``, and that delta.
+
+    Bisection on a sample of the compositions (both ends and a grid; laws kept), then a pass
+    over every composition evaluated at the result raised by the first two of :data:`PROOF_STEPS`
+    (and a second pass at the others if neither proves it); the first proved step is kept.
+    ``(inf, 1.0)`` for a direction none of them proves.
     """
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    sample = list(_batches(pair, _sample(pair)))
-    ceiling = abs(math.log(pair.first / pair.second)) if pair.first * pair.second > 0 else 60.0
-    ceiling = max(ceiling, abs(math.log((1 - pair.first) / (1 - pair.second)))
-                  if (1 - pair.first) * (1 - pair.second) > 0 else 60.0)
-    high = 0.0
-    if _evaluate(pair, sample, [0.0])[0] > delta:
-        high = boundary(lambda epsilon: _evaluate(pair, sample, [epsilon])[0] <= delta, 0.0, ceiling, 1e-10, 60)[1]
-    # a full pass over every composition per step; the first nearly always proves
-    proved = first_proved(high, PROOF_STEPS, lambda epsilon: binary_delta(epsilon, pair), delta)
-    return (math.inf, 1.0) if proved is None else proved
+    kept, every = compositions(pair.others, grid=_grid(pair))
+    layout = _layout(pair.low, pair.high, kept)
+    most = max(8, min(SEARCH_COMPOSITIONS, SEARCH_FLOATS // layout[-1]))
+    sample = [batch for batch in _batches(pair.low, pair.high, kept, _sample(every, most))]
+    highs = []
+    for direction in (0, 1):
+        oriented = pair if direction == 0 else replace(pair, first=pair.second, second=pair.first)
+        ceiling = _largest_ratio(oriented)
+        top = math.log(ceiling) if math.isfinite(ceiling) else 60.0
+        # the float search sums only the half of a centred window where the terms can be positive: the upper
+        # counts when x reports a one more often (alpha > 0), else the lower ones (an estimate, not a proof)
+        part = _half(sample, layout[4], oriented.first > oriented.second)
+
+        def estimate(epsilon: float, oriented=oriented, part=part) -> float:
+            return float(_evaluate(part, _queries(oriented, [epsilon], []))[0])
+
+        high = 0.0
+        if estimate(0.0) > delta:
+            high = boundary(lambda epsilon: estimate(epsilon) <= delta, 0.0, top, 1e-8, 60)[1]
+        highs.append(high)
+    result: list = [None, None]
+    # a pass over every composition at the first two steps (nearly always enough), then at the others if needed
+    for steps in (PROOF_STEPS[:2], PROOF_STEPS[2:]):
+        open_ = [direction for direction in (0, 1) if result[direction] is None]
+        if not open_:
+            break
+        candidates = [[high * (1 + step) if high > 0 else step for step in steps] if direction in open_ else []
+                      for direction, high in enumerate(highs)]
+        values = _evaluate(_batches(pair.low, pair.high, kept, every), _queries(pair, *candidates))
+        offset = 0
+        for direction in open_:
+            proved = values[offset:offset + len(steps)]
+            offset += len(steps)
+            first = next((index for index, value in enumerate(proved) if value <= delta), None)
+            if first is not None:
+                result[direction] = (candidates[direction][first], float(proved[first]))
+    result = [(math.inf, 1.0) if value is None else value for value in result]
+    return result[0], result[1]
 
 
-def _sample(pair: BinaryPair) -> tuple[int, ...]:
-    """Compositions for the search: 64 at each end and a grid of 64 between."""
-    m = pair.others
-    ends = list(range(min(64, m + 1))) + list(range(max(0, m - 63), m + 1))
-    return tuple(sorted(set(ends + np.linspace(0, m, 64).round().astype(int).tolist())))
+def count_laws(pair: BinaryPair, full: int, grid: int):
+    """Per composition evaluated (:func:`compositions` with ``full``, ``grid``): the laws of the count of ones under
+    ``x`` and ``x'`` on the window, and the laws' error in the 1-norm plus the mass outside the window.
+
+    Yields ``(first, second, error)`` per composition; ``None`` when the exponent's rounding bound is too large.
+    """
+    kept, every = compositions(pair.others, full, grid)
+    for batch in _batches(pair.low, pair.high, kept, every):
+        if batch is None:
+            yield None
+            return
+        padded, error = batch
+        padded = np.maximum(padded, 0.0)  # moving a rounded value toward the exact (non-negative) one
+        for row, slack in zip(padded, error):
+            ones, zeros = row[:-1], row[1:]  # f(c - 1), f(c): user 1 reports 1 / 0
+            yield (pair.first * ones + (1 - pair.first) * zeros, pair.second * ones + (1 - pair.second) * zeros,
+                   float(slack))
+
+
+def _grid(pair: BinaryPair) -> int:
+    """The compositions' grid: :data:`GRID_POINTS` over the transform's length, within [256, :data:`GRID`]."""
+    variance = pair.others * max(r * (1 - r) for r in (pair.low, pair.high))
+    size = 1 << max(3, math.ceil(math.log2(2 * bernstein_reach(variance, LAW_TAIL) + 2)))
+    return max(SMALLEST_GRID, min(GRID, GRID_POINTS // size))
+
+
+def _half(batches: list, full: bool, upper: bool) -> list:
+    """The batches' laws cut to the upper or lower half of a centred window (whole when the window is the support)."""
+    if full:
+        return batches
+    result = []
+    for batch in batches:
+        if batch is None:
+            return [None]
+        padded, slack = batch
+        middle = padded.shape[1] // 2
+        result.append((padded[:, middle - 1:] if upper else padded[:, :middle + 2], slack))
+    return result
+
+
+def _sample(every: np.ndarray, most: int) -> np.ndarray:
+    """At most about ``most`` compositions for the search: both ends and an even grid between."""
+    if every.size <= most:
+        return every
+    third = max(1, most // 3)
+    grid = every[np.linspace(0, every.size - 1, third).round().astype(int)]
+    return np.unique(np.concatenate((every[:third], grid, every[-third:])))
+
+
+def _queries(pair: BinaryPair, forward: list[float], backward: list[float]) -> list[tuple[float, float, float, float]]:
+    """``(alpha, beta, e^eps, largest ratio)`` of each epsilon: ``forward`` ones of ``x -> x'``, then ``x' -> x``."""
+    result = []
+    for (first, second), epsilons in (((pair.first, pair.second), forward), ((pair.second, pair.first), backward)):
+        ceiling = _largest_ratio(BinaryPair(first, second, pair.low, pair.high, pair.others))
+        for epsilon in epsilons:
+            growth = math.exp(epsilon)
+            result.append((first - growth * second, (1 - first) - growth * (1 - second), growth, ceiling))
+    return result
 
 
 @lru_cache(maxsize=8)
-def _layout(pair: BinaryPair):
+def _layout(low: float, high: float, others: int):
     """The frequencies, the two log-characteristic functions and their rounding bounds, the window."""
-    m = pair.others
-    variance = m * max(r * (1 - r) for r in (pair.low, pair.high))
-    sd = math.sqrt(variance)
-    half = int(math.ceil(14 * sd)) + 8
-    full = 2 * half + 1 >= m + 1
-    size = 1 << max(3, math.ceil(math.log2((m + 2) if full else (2 * half + 2))))
+    variance = others * max(r * (1 - r) for r in (low, high))
+    half = bernstein_reach(variance, LAW_TAIL)
+    full = 2 * half + 1 >= others + 1
+    size = 1 << max(3, math.ceil(math.log2((others + 2) if full else (2 * half + 2))))
     t = 2 * math.pi * np.arange(size // 2 + 1) / size
     logs, errors = [], []
-    for r in (pair.high, pair.low):
-        g = 4 * r * (1 - r) * np.sin(t / 2) ** 2  # 1 - |1 - r + r e^it|^2
-        real = 0.5 * np.log1p(-g)
+    sine, cosine = np.sin(t / 2) ** 2, np.cos(t / 2) ** 2
+    for r in (high, low):
+        g = 4 * r * (1 - r) * sine  # 1 - |1 - r + r e^it|^2
+        rest = (1 - 2 * r) ** 2 + 4 * r * (1 - r) * cosine  # the same 1 - g, a sum of non-negative terms
+        with np.errstate(divide="ignore"):
+            real = 0.5 * np.where(g <= 0.5, np.log1p(-np.minimum(g, 0.5)), np.log(rest))
         angle = np.arctan2(r * np.sin(t), 1 - r + r * np.cos(t))
         logs.append((real, angle))
-        # per user: g relative 6u -> 3u g / (1 - g) on the modulus; atan2 of (r sin t, 1 - r + r cos t)
-        # (errors 2u |y|, 3u; x^2 + y^2 = 1 - g) -> 5u |y| / (1 - g); t relative 2u, |dl/dt| <= 1 / (1 - g);
-        # each function's own rounding u |value|
-        errors.append(16 * _U * (np.abs(real) + np.abs(angle) + (g + np.abs(r * np.sin(t)) + t) / (1 - g)))
+        # per user (then doubled): the modulus's argument has relative error <= 8u either way -> 8u g + u |real|
+        # (g <= 1/2: times 1/(1 - g) <= 2; beyond, 4u <= 8u g); atan2 of (r sin t, 1 - r + r cos t), absolute
+        # errors <= 2u |y|, 3u, radius^2 = 1 - g -> 5u |y| / (1 - g) + u |angle|; t relative 2u with
+        # |dl/dt| <= r / sqrt(1 - g) <= r / (1 - g)
+        errors.append(2 * _U * (8 * g + np.abs(real) + np.abs(angle)
+                                + r * (5 * np.abs(np.sin(t)) + 2 * t) / np.maximum(rest, 1e-300)))
     if full:
         outside = aliased = 0.0
     else:
-        def tail(distance: float) -> float:  # Bernstein, two-sided
-            return 2 * math.exp(-distance ** 2 / (2 * (variance + distance / 3))) if distance > 0 else 2.0
-
         # the window's centre is the rounded float mean: within 1/2 + 1e-9 of the exact one
-        outside = tail(half - 1)
-        aliased = tail(size - half - 2)
-    return t, logs, errors, size, half, full, outside, aliased
+        outside = bernstein_tail(half - 1, variance)
+        aliased = bernstein_tail(size - half - 2, variance)
+    offsets = np.arange(others + 1) if full else np.arange(-half, half + 1)
+    return t, logs, errors, size, full, outside, aliased, offsets, offsets.size
 
 
-def _pass(pair: BinaryPair, epsilons: list[float], compositions) -> np.ndarray:
-    """``max_a`` of the outward ``delta_a`` at each epsilon, over ``compositions`` (every ``a`` when ``None``)."""
-    return _evaluate(pair, _batches(pair, compositions), epsilons)
-
-
-def _batches(pair: BinaryPair, compositions):
+def _batches(low: float, high: float, others: int, every):
     """Per batch of compositions: the laws ``f_a`` on the window (zero-padded) and the slack per unit of ``1 + e^eps``.
 
     ``None`` as a batch when the exponent's rounding bound exceeds :data:`MAX_KAPPA` (nothing proved).
     """
-    m = pair.others
-    t, (log_high, log_low), (error_high, error_low), size, half, full, outside, aliased = _layout(pair)
-    every = np.arange(m + 1) if compositions is None else np.asarray(compositions, dtype=np.int64)
-    offsets = np.arange(m + 1) if full else np.arange(-half, half + 1)
+    m = others
+    t, (log_high, log_low), (error_high, error_low), size, full, outside, aliased, offsets, window = _layout(
+        low, high, others)
+    every = np.asarray(every, dtype=np.int64)
     weights = np.full(t.size, 2.0)  # the mean over the L points of the Hermitian spectrum, from its half
     weights[0] = weights[-1] = 1.0
-    for start in range(0, every.size, BATCH):
-        a = every[start:start + BATCH][:, None].astype(float)
+    rows = max(1, BATCH_FLOATS // size)
+    for start in range(0, every.size, rows):
+        a = every[start:start + rows][:, None].astype(float)
         b = m - a
-        centre = np.zeros_like(a) if full else np.round(a * pair.high + b * pair.low)
+        centre = np.zeros_like(a) if full else np.round(a * high + b * low)
         modulus = a * log_high[0] + b * log_low[0]  # log |phi|
         # beyond the last column where |phi| >= e^-745 somewhere, phi is left 0 (an error under 1e-300 per point)
         kept = int(np.flatnonzero(modulus.max(axis=0) > -745.0)[-1]) + 1
         tc, modulus = t[:kept], modulus[:, :kept]
         angle_high, angle_low = log_high[1][:kept], log_low[1][:kept]
         phase = a * angle_high + b * angle_low - tc * centre
-        # kappa = a e_hi + b e_lo + 8u (2 t |c| + |modulus| + a |angle_hi| + b |angle_lo|) + 16u per point (the
-        # sums' rounding by their terms' sizes): its largest value bounded here, its mean against |phi| below
-        unit = 8 * _U
-        largest = (a * error_high[:kept].max() + b * error_low[:kept].max() + unit * (
-            2 * math.pi * np.abs(centre) - modulus.min(axis=1, keepdims=True) + a * np.abs(angle_high).max()
-            + b * np.abs(angle_low).max()) + 2 * unit)
+        # kappa = a e_hi + b e_lo + u (5 t |c| + 3 |modulus| + 3 a |angle_hi| + 3 b |angle_lo|) + 4u per point: three
+        # products and two sums in the phase (each rounding at most u of the terms' sizes), t |c| also for t's own
+        # rounding (2u), the modulus's two products and sum, and the exponential's, cosine's and sine's roundings:
+        # its largest value bounded here, each point's below
+        largest = (a * error_high[:kept].max() + b * error_low[:kept].max() + _U * (
+            5 * math.pi * np.abs(centre) - 3 * modulus.min(axis=1, keepdims=True) + 3 * a * np.abs(angle_high).max()
+            + 3 * b * np.abs(angle_low).max()) + 4 * _U)
         if float(largest.max()) > MAX_KAPPA:
             yield None
             return
@@ -181,38 +300,32 @@ def _batches(pair: BinaryPair, compositions):
         phi.real[:, :kept] = magnitude * np.cos(phase)
         phi.imag[:, :kept] = -magnitude * np.sin(phase)  # the conjugate: irfft sums phi e^{+itd}
         weighted = magnitude * weights[:kept]
-        kappa_mass = (a[:, 0] * (weighted @ error_high[:kept]) + b[:, 0] * (weighted @ error_low[:kept]) + unit * (
-            2 * np.abs(centre[:, 0]) * (weighted @ tc) - (weighted * modulus).sum(axis=1)
-            + a[:, 0] * (weighted @ np.abs(angle_high)) + b[:, 0] * (weighted @ np.abs(angle_low))
-            + 2 * weighted.sum(axis=1)))
-        # error over the window: input errors |dphi| <= 2 kappa |phi| through the exact transform (per point
-        # at most their mean), and the transform's rounding, normwise (8 (log2 L + 2) u relative in the
-        # 2-norm): at most sqrt(points) times that norm over the window; e^-745 per dropped point
-        input_error = 2 * kappa_mass / size
+        kappa = (a * error_high[:kept] + b * error_low[:kept] + _U * (
+            5 * tc * np.abs(centre) - 3 * modulus + 3 * a * np.abs(angle_high) + 3 * b * np.abs(angle_low)) + 4 * _U)
+        # error over the window in the 1-norm: at most sqrt(points) times the 2-norm over all L points, which is
+        # (Parseval) the 2-norm of the spectrum's error over sqrt(L): the input errors |dphi| <= 2 kappa |phi|,
+        # and the transform's rounding (8 (log2 L + 2) u relative in the 2-norm); e^-745 per dropped point
+        input_error = 2 * np.sqrt((weighted * magnitude * kappa ** 2).sum(axis=1) / size)
         rounding = 8 * (math.log2(size) + 2) * _U * np.sqrt((weighted * magnitude).sum(axis=1) / size)
-        window = offsets.size
-        error = window * (input_error + 1e-300) + math.sqrt(window) * rounding
+        error = math.sqrt(window) * (input_error + rounding) + window * 1e-300
         law = np.fft.irfft(phi, n=size, axis=1)[:, offsets % size]  # f(centre + d), d in the window
         padded = np.pad(law, ((0, 0), (1, 1)))
         # plus the rounding of alpha, beta, e^eps and of each term (16 u of the total mass, about 1)
-        yield padded, error + aliased + 2 * outside + (m + 1) * pair.defect + 16 * _U
+        yield padded, error + aliased + 2 * outside + 16 * _U
 
 
-def _evaluate(pair: BinaryPair, batches, epsilons: list[float]) -> np.ndarray:
-    growth = np.exp(np.asarray(epsilons, dtype=float))
-    alpha = pair.first - growth * pair.second
-    beta = (1 - pair.first) - growth * (1 - pair.second)
-    worst = np.zeros(growth.size)
-    ceiling = _largest_ratio(pair)
+def _evaluate(batches, queries: list[tuple[float, float, float, float]]) -> np.ndarray:
+    """For each query ``(alpha, beta, e^eps, largest ratio)``: the largest outward ``delta_a`` over the batches."""
+    worst = np.zeros(len(queries))
     for batch in batches:
         if batch is None:
-            return np.ones(growth.size)
+            return np.ones(len(queries))
         padded, slack_unit = batch
-        for index, (al, be, gr) in enumerate(zip(alpha, beta, growth)):
-            if gr >= ceiling:
+        for index, (alpha, beta, growth, ceiling) in enumerate(queries):
+            if growth >= ceiling:
                 continue  # delta = 0: every report's likelihood ratio is within e^eps
-            terms = np.maximum(al * padded[:, :-1] + be * padded[:, 1:], 0.0).sum(axis=1)
-            value = terms * (1 + 1e-12) + (1 + gr) * slack_unit + 1e-300
+            terms = np.maximum(alpha * padded[:, :-1] + beta * padded[:, 1:], 0.0).sum(axis=1)
+            value = terms * (1 + 1e-12) + (1 + growth) * slack_unit + 1e-300
             worst[index] = max(worst[index], float(value.max()))
     return np.minimum(worst, 1.0)
 

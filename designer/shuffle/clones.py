@@ -73,10 +73,23 @@ class PairClass:
     pairs : tuple of tuple of int
         The ordered table indices ``(x, x')`` (empty for a structured class).
     binary : tuple of float
-        For a two-output table: ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1])``, then
-        ``(Q[x',0], Q[x,0], min_z Q[z,0], max_z Q[z,0])`` and ``max_z |Q[z,0] + Q[z,1] - 1|``: the
-        parameters of the exact count analysis of each direction (:mod:`designer.shuffle.binary`);
-        empty otherwise.
+        When every input of the pair's class reports on the same two outputs (a two-output table,
+        or a block of binary sub-channels): ``(Q[x,1], Q[x',1], min_z Q[z,1], max_z Q[z,1])`` over the
+        class, ``1`` the second of those outputs: the parameters of the exact count analysis
+        (:mod:`designer.shuffle.binary`); empty otherwise.
+    binary_scope : str
+        ``"all"`` when that class is every input (the count analysis holds in the worst case), ``"class"``
+        when it holds only for the users assumed in the class (``--population``); empty otherwise.
+    rows : tuple
+        ``(R, R')`` of a table pair (tuples of floats, for composition over rounds); empty otherwise.
+    test_others : tuple
+        More datasets for the lower bound, valid in the worst case and under a population assumption
+        alike: ``(Q[x,Y+], Q[x,Y-])`` and ``(Q[x',Y+], Q[x',Y-])`` (every other user at x, or at x'; both
+        in the pair's class). Empty for structured classes.
+    common : tuple
+        When the rows differ on two outputs ``y1, y2`` only and are proportional to the common part
+        elsewhere (:mod:`designer.shuffle.common`): ``((s, K(y1), K(y2))`` over every input, the same
+        over the pair's class, ``(R(y1), R(y2), R'(y1), R'(y2)), defect)``; empty otherwise.
     """
 
     name: str
@@ -93,22 +106,44 @@ class PairClass:
     reason: str = ""
     pairs: tuple[tuple[int, int], ...] = ()
     binary: tuple[float, ...] = ()
+    binary_scope: str = ""
+    rows: tuple = ()
+    common: tuple = ()
+    test_others: tuple = ()
 
-    def binary_pair(self, others: int, direction: int):
-        """The exact count analysis of one direction (``None`` unless the channel has two outputs and it applies).
+    def common_experiments(self, others: int, population: int | None = None) -> list:
+        """The common-part experiments of both directions (:mod:`designer.shuffle.common`): worst case, and under
+        a population assumption with the class's common part (empty where the rows' structure does not fit)."""
+        from designer.shuffle.common import CommonExperiment
 
-        ``x -> x'`` counts the ones, ``x' -> x`` the zeros (the same view: ``n`` minus the ones),
-        so a table symmetric under swapping both inputs and outputs gives equal pairs, evaluated once.
-        Beyond :data:`~designer.shuffle.binary.MAX_OTHERS` other users, that many are analysed: an
-        extra user's report is an independent addition to the count, a post-processing, so more
-        users never raise the worst case (and the bound stays monotone in n).
+        if not self.common:
+            return []
+        worst, within, (r1, r2, q1, q2), defect = self.common
+        result = []
+        for (share, k1, k2), counted, source in ((worst, others, "common part"),
+                                                   (within, population, "common part+population")):
+            if share > 0 and counted:
+                result.append((tuple(CommonExperiment(share, counted, (k1, k2), first, second, defect)
+                                     for first, second in (((r1, r2), (q1, q2)), ((q1, q2), (r1, r2)))), source))
+        return result
+
+    def binary_pair(self, others: int, population: int | None = None):
+        """The exact count analysis of both directions (``None`` unless the pair's class is binary and it applies).
+
+        Worst case (``binary_scope == "all"``): every other user counts. Under a population
+        assumption for a binary class of a larger channel: the ``population`` users of the class (the
+        others never report on its two outputs; their reports, and any user beyond ``population``,
+        are independent additions to the multiset, a post-processing).
         """
-        from designer.shuffle.binary import MAX_OTHERS, BinaryPair
+        from designer.shuffle.binary import BinaryPair
 
-        if not self.binary:
+        if self.binary_scope == "all":
+            counted = others
+        elif self.binary_scope == "class" and population is not None:
+            counted = population
+        else:
             return None
-        first, second, low, high = self.binary[4 * direction:4 * direction + 4]
-        pair = BinaryPair(first, second, low, high, min(others, MAX_OTHERS), self.binary[8])
+        pair = BinaryPair(*self.binary, counted)
         return pair if pair.usable else None
 
     def experiments(self, others: int, share: float) -> list[TwoCountExperiment]:
@@ -145,13 +180,11 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     inputs whose rows share an output.
     """
     q = np.asarray(matrix, dtype=float)
+    q = q / q.sum(axis=1, keepdims=True)  # rows accepted within a tolerance of 1: analysed as distributions
     k, m_out = q.shape
     component = row_components(q > 0)  # inputs joined when their rows share an output
     slack = (m_out + 2) * _ULP
-    # two outputs: the rows as Bernoulli laws of a one (float sums charged 4 ulp)
-    if m_out == 2:
-        ones, zeros = (float(q[:, 1].min()), float(q[:, 1].max())), (float(q[:, 0].min()), float(q[:, 0].max()))
-        defect = float(np.abs(q.sum(axis=1) - 1).max()) + 4 * _ULP
+    binary = _binary_classes(q, component)
     result = []
     for x in range(k):
         for x2 in range(x + 1, k):
@@ -185,10 +218,74 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 share_class, local,
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
-                ((float(first[1]), float(second[1])) + ones + (float(second[0]), float(first[0])) + zeros + (defect,)
-                 if m_out == 2 else ()),
+                *_binary_parameters(q, binary, component, x, x2), (tuple(first.tolist()), tuple(second.tolist())),
+                _common_parameters(q, first, second, members), (counts(first), counts(second)),
             ))
     return result
+
+
+def _common_parameters(q: np.ndarray, first: np.ndarray, second: np.ndarray, members: np.ndarray) -> tuple:
+    """The common-part parameters of a pair (:attr:`PairClass.common`), or ``()`` when the structure does not fit.
+
+    The rows must differ on exactly two outputs and be proportional to the common part ``min_z Q[z]`` on the
+    others, up to a total variation ``defect`` of at most 1e-12 (charged to the bound).
+    """
+    differ = np.flatnonzero(first != second)
+    if differ.size != 2:
+        return ()
+    y1, y2 = (int(y) for y in differ)
+    neutral = np.ones(q.shape[1], dtype=bool)
+    neutral[differ] = False
+    shares = []
+    defect = 0.0
+    for rows in (q, q[members] if members.any() else q[:0]):
+        if rows.shape[0] == 0:
+            shares.append((0.0, 0.0, 0.0))
+            continue
+        least = rows.min(axis=0)
+        total = float(least.sum())
+        weight = float(least[neutral].sum())
+        if total <= 0 or weight <= 0:
+            shares.append((0.0, 0.0, 0.0))
+            continue
+        scale = float(first[neutral].sum()) / weight
+        gap = float(np.abs(first[neutral] - scale * least[neutral]).sum())
+        if gap > 1e-12:
+            shares.append((0.0, 0.0, 0.0))
+            continue
+        defect = max(defect, gap + 8 * q.shape[1] * _ULP)
+        shares.append((total * (1 - 8 * q.shape[1] * _ULP), float(least[y1]) / total, float(least[y2]) / total))
+    if shares[0][0] == 0 and shares[1][0] == 0:
+        return ()
+    return (shares[0], shares[1], (float(first[y1]), float(first[y2]), float(second[y1]), float(second[y2])), defect)
+
+
+def _binary_classes(q: np.ndarray, component: np.ndarray) -> dict:
+    """Per component whose rows all report on the same two outputs: ``(column, low, high, scope)``.
+
+    Each such row is read as the Bernoulli law of the second output (``P = Q[z, column]``, the
+    first output ``1 - P`` exactly); ``low``, ``high`` are the smallest and largest ``P`` of the
+    component; the scope is ``"all"`` when the component is every input, ``"class"`` otherwise.
+    """
+    result = {}
+    labels = np.unique(component)
+    for label in labels:
+        members = component == label
+        columns = np.flatnonzero((q[members] > 0).any(axis=0))
+        if columns.size == 2:
+            ones = q[members, columns[1]]
+            result[int(label)] = (int(columns[1]), float(ones.min()), float(ones.max()),
+                                  "all" if labels.size == 1 else "class")
+    return result
+
+
+def _binary_parameters(q: np.ndarray, binary: dict, component: np.ndarray, x: int, x2: int) -> tuple:
+    """``(binary, binary_scope)`` of a pair (empty unless both inputs lie in one binary component)."""
+    label = int(component[x])
+    if label != int(component[x2]) or label not in binary:
+        return (), ""
+    column, low, high, scope = binary[label]
+    return (float(q[x, column]), float(q[x2, column]), low, high), scope
 
 
 def block_hadamard_pairs(sizes: list[int], coin: int, bits: int) -> list[PairClass]:

@@ -52,12 +52,21 @@ import numpy as np
 from designer.exact import arb_precision
 from solvers.bisection import boundary, first_proved
 
-#: Most bins of N; the integers of a narrower window are their own bins (no grouping).
-MAX_BINS = 256
-#: Most bins of C for the FFT evaluation (each holds one law f_c).
-MAX_LAZY_BINS = 64
+#: Relative width of the bins of C: a bin ``[c, c + max(1, c * BIN_WIDTH))`` charged ``H_c`` costs at most
+#: about half this, relatively, in epsilon (epsilon falls like ``1 / sqrt(c)``).
+BIN_WIDTH = 2e-4
+#: The same for the Arb evaluation of ``w = 1`` (each bin costs a few incomplete beta functions in Arb).
+ARB_BIN_WIDTH = 1e-3
+#: ... and at least this many standard deviations of C (about 100 bins in the bulk: a few seconds).
+ARB_BIN_SPREAD = 1 / 8
+#: Standard deviations of C around its mean binned at the relative width; beyond, bins grow geometrically.
+BULK = 6.0
+#: Most bins of C (each holds one law f_c); a wider window is split into this many equal bins.
+MAX_BINS = 4096
 #: Largest mass of C below the window (charged 1): far below any delta worth stating.
 TAIL = 1e-30
+#: Largest tail mass of a law f_c left outside its window (Bernstein).
+LAW_TAIL = 1e-36
 #: Bits of the Arb balls of the proof.
 ARB_BITS = 64
 #: Relative steps by which a float search result is raised until Arb proves it.
@@ -137,6 +146,11 @@ def epsilon_estimate(delta: float, experiment: TwoCountExperiment) -> float:
     return _search(_bound(experiment), _checked(delta), experiment.ratio)
 
 
+def delta_estimate(epsilon: float, experiment: TwoCountExperiment) -> float:
+    """The float evaluation of :func:`delta_of` alone (no outward evaluation): to choose between bounds."""
+    return _bound(experiment).estimate(epsilon)
+
+
 def _checked(delta: float) -> float:
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
@@ -154,10 +168,11 @@ def _search(bound, delta: float, ratio: float) -> float:
 
 
 # ------------------------------------------------------------------ the bins of C
-def _bins(experiment: TwoCountExperiment, most: int) -> _Bins:
+def binomial_bins(m: int, q: float, most: int = 4096, width: float = 2e-4, deviations: float = 0.0) -> _Bins:
+    """Left ends of the bins of C: width ``max(1, width c, deviations sd)`` within :data:`BULK` sd of the mean, growing
+    by half beyond (the mass there is below 1e-8 and ``H_c`` changes slowly across a bin)."""
     from scipy import stats
 
-    m, q = experiment.others, experiment.clone_probability
     if m == 0 or q == 0:
         return _Bins(np.zeros(1, dtype=np.int64), np.ones(1), 0.0)
     mean, sd = m * q, math.sqrt(m * q * (1 - q))
@@ -165,10 +180,17 @@ def _bins(experiment: TwoCountExperiment, most: int) -> _Bins:
     spread = math.sqrt(2 * math.log(1 / TAIL) / max(1 - q, 1e-12)) + 1
     first = max(0, math.floor(mean - spread * sd))
     last = min(m, math.ceil(mean + 8 * sd))
-    if last - first + 1 <= most:
-        left = np.arange(first, last + 1, dtype=np.int64)
-    else:
+    left, step = [first], 1
+    while left[-1] < last and len(left) <= most:
+        c = left[-1]
+        bulk = max(1, int(c * width), int(deviations * sd))
+        step = bulk if abs(c - mean) <= BULK * sd else max(bulk, math.ceil(1.5 * step))
+        if c < mean - BULK * sd:  # growing toward the bulk: never step over its edge
+            step = max(bulk, min(step, math.ceil(mean - BULK * sd) - c))
+        left.append(c + step)
+    if len(left) > most:
         left = np.unique(np.round(np.linspace(first, last, most)).astype(np.int64))
+    left = np.asarray([value for value in left if value <= last], dtype=np.int64)
     cdf = stats.binom.cdf(np.append(left - 1, m), m, q)
     mass = np.clip(np.diff(cdf), 0.0, None)
     return _Bins(left, mass, float(cdf[0]))
@@ -177,9 +199,10 @@ def _bins(experiment: TwoCountExperiment, most: int) -> _Bins:
 @lru_cache(maxsize=4)
 def _bound(experiment: TwoCountExperiment):
     """The evaluator of an experiment; its bins depend on the experiment only, so a stored epsilon re-proves."""
+    m, q = experiment.others, experiment.clone_probability
     if experiment.informative >= 1:
-        return _BinomialBound(experiment, _bins(experiment, MAX_BINS))
-    return _LazyBound(experiment, _bins(experiment, MAX_LAZY_BINS))
+        return _BinomialBound(experiment, binomial_bins(m, q, MAX_BINS, ARB_BIN_WIDTH, ARB_BIN_SPREAD))
+    return _LazyBound(experiment, binomial_bins(m, q, MAX_BINS, BIN_WIDTH))
 
 
 # ------------------------------------------------------------------ w = 1: binomial tails, Arb
@@ -267,9 +290,11 @@ class _LazyBound:
         width = max(law.size // 2 + 2 for law in laws)  # d = 1 .. half + 1
         self.first = np.zeros((len(laws), width))
         self.second = np.zeros((len(laws), width))
+        self.zero = np.zeros(len(laws))  # P_c(0) = P'_c(0) = w f(1) + (1 - w) f(0)
         for row, law in enumerate(laws):
             half = law.size // 2
             f = np.concatenate((law[half:], [0.0, 0.0]))  # f(0), f(1), ..., f(half), 0, 0
+            self.zero[row] = w * f[1] + (1 - w) * f[0]
             before, here, after = f[:-2], f[1:-1], f[2:]  # f(d - 1), f(d), f(d + 1) for d = 1 .. half + 1
             self.first[row, :before.size] = w * a * before + w * (1 - a) * after + (1 - w) * here
             self.second[row, :before.size] = w * (1 - a) * before + w * a * after + (1 - w) * here
@@ -288,15 +313,63 @@ class _LazyBound:
         return (self.bins.below + float(np.dot(self.bins.mass, h))) * (1 + 1e-12) + 1e-13 * float(h.sum()) + 1e-300
 
 
+def experiment_pld(experiment: TwoCountExperiment) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The privacy-loss distribution of the binned experiment (``C`` at its bin's left end), for composition.
+
+    The binned experiment (each bin's clones at its left end, C below the window revealing the
+    input) is itself a valid dominating experiment: the exact one is its post-processing (add the
+    bin's remaining clones' independent steps). Returns the losses ``log(P/P')`` and masses ``P``
+    over every (bin, d), the mass at ``+inf`` (C below the window) and the masses' error per unit
+    of ``1 + e^eps`` (the laws' error bounds, weighted by the bins' masses, and ``1e-13`` per bin).
+    The experiment is symmetric (``P_c(d) = P'_c(-d)``), so both directions share it.
+    """
+    bound = _bound(experiment)
+    bins = bound.bins
+    if isinstance(bound, _LazyBound):
+        first, second = bound.first, bound.second  # d = 1 .. : P, P'; d = -1 .. by symmetry
+        masses = bins.mass[:, None]
+        p = np.concatenate(((masses * first).ravel(), (masses * second).ravel(), bins.mass * bound.zero))
+        q = np.concatenate(((masses * second).ravel(), (masses * first).ravel(), bins.mass * bound.zero))
+        slack = float(np.dot(bins.mass, bound.errors)) + 1e-13 * bins.mass.size
+    else:
+        p, q = _binomial_laws(experiment, bins)
+        slack = (1e-13 + 2 * LAW_TAIL) * bins.mass.size  # float pmfs; the mass beyond each window
+    keep = p > 0
+    p, q = p[keep], q[keep]
+    with np.errstate(divide="ignore"):
+        losses = np.log(p) - np.log(q)
+    return losses, p, bins.below, slack
+
+
+def _binomial_laws(experiment: TwoCountExperiment, bins: _Bins) -> tuple[np.ndarray, np.ndarray]:
+    """``w = 1``: per bin, ``P(i) = a B(i - 1) + (1 - a) B(i)`` with ``B = Bin(c, 1/2)`` (i: G0 reports of K = c + 1)."""
+    from scipy import stats
+
+    ratio = experiment.ratio
+    a = 1.0 if math.isinf(ratio) else ratio / (ratio + 1)
+    first, second = [], []
+    for clones, mass in zip(bins.left.tolist(), bins.mass.tolist()):
+        reach = bernstein_reach(clones / 4, LAW_TAIL)
+        i = np.arange(max(0, clones // 2 - reach), min(clones + 1, clones // 2 + reach + 1) + 1)
+        before, here = stats.binom.pmf(i - 1, clones, 0.5), stats.binom.pmf(i, clones, 0.5)
+        first.append(mass * (a * before + (1 - a) * here))
+        second.append(mass * ((1 - a) * before + a * here))
+    return np.concatenate(first), np.concatenate(second)
+
+
 def _lazy_law(clones: int, w: float) -> tuple[np.ndarray, float]:
     """The law of ``c`` lazy steps on ``-c..c`` (or a centred window) and its error bound per unit of mass.
 
-    Returns the law on the window ``-h..h`` and ``L * eta + aliased mass`` (see the module docstring).
+    Returns the law on the window ``-h..h`` and ``L * eta + aliased mass + mass outside`` (see the module
+    docstring). The tails use Bernstein's inequality with the steps' true variance ``c w`` (steps in
+    ``[-1, 1]``): ``P(|S| >= h) <= 2 exp(-h^2 / (2 (c w + h / 3)))``, so a small informative weight
+    needs a window of about ``13 sqrt(c w) + 56`` points, not ``sqrt(c)``.
     """
     u = 2.0 ** -53
     if clones == 0:
         return np.ones(1), 0.0
-    half = min(clones, int(math.ceil(13 * math.sqrt(clones * w))) + 4)
+    variance = clones * w
+    half = min(clones, bernstein_reach(variance, LAW_TAIL))
     size = 1 << max(3, math.ceil(math.log2(2 * half + 8)))
     theta = 2 * math.pi * np.arange(size) / size
     # phi = 1 - 2 w sin^2(t/2); phi^c = sign^c exp(c log|phi|) with log1p where |phi| is not small:
@@ -310,9 +383,23 @@ def _lazy_law(clones: int, w: float) -> tuple[np.ndarray, float]:
     d = np.arange(-half, half + 1)
     law = np.maximum(values[d % size], 0.0)
     eta = 8 * (math.log2(size) + 2) * u * float(np.abs(phi).mean())
-    aliased = 0.0 if size // 2 - 2 >= clones else 2 * math.exp(-((size // 2 - 2) ** 2) / (2 * clones))
-    outside = 0.0 if half >= clones else 2 * math.exp(-(half ** 2) / (2 * clones))  # mass beyond the window
+    # the transform folds the mass at |S| >= size - half onto the window; the window misses |S| > half
+    aliased = 0.0 if size - half > clones else bernstein_tail(size - half, variance)
+    outside = 0.0 if half >= clones else bernstein_tail(half + 1, variance)
     return law, size * eta + aliased + outside
+
+
+def bernstein_tail(distance: float, variance: float) -> float:
+    """Bernstein's bound on ``P(|S| >= distance)`` for a sum of independent centred steps in ``[-1, 1]``."""
+    if distance <= 0:
+        return 2.0
+    return min(2.0, 2 * math.exp(-distance ** 2 / (2 * (variance + distance / 3))))
+
+
+def bernstein_reach(variance: float, tail: float) -> int:
+    """The smallest integer ``h`` whose :func:`bernstein_tail` is at most ``tail``."""
+    level = math.log(2 / tail)
+    return int(math.ceil(level / 3 + math.sqrt(level ** 2 / 9 + 2 * variance * level))) + 1
 
 
 def _proved_h(clones: int, guess: int, a, growth, ratio: float):

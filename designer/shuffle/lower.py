@@ -54,7 +54,7 @@ def test_delta(epsilon: float, test: CountTest) -> float:
     """The test's hockey-stick divergence ``sum max(0, P - e^eps P')`` minus the margin (a lower bound)."""
     growth = math.exp(epsilon)
     return max(float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth)
-               for first, second, margin in _statistics(test))
+               for first, second, margin in test_statistics(test))
 
 
 def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
@@ -63,7 +63,7 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     ``inf`` when the divergence exceeds ``delta`` even at ``epsilon = inf`` (reports of
     ``x`` impossible under ``x'``, with probability above ``delta``).
     """
-    return max(_largest_epsilon(delta, *statistic, ceiling) for statistic in _statistics(test))
+    return max(_largest_epsilon(delta, *statistic, ceiling) for statistic in test_statistics(test))
 
 
 def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin: float, ceiling: float) -> float:
@@ -84,7 +84,7 @@ def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin
     return boundary(lambda epsilon: not exceeds(epsilon), 0.0, ceiling, 1e-10, 10_000)[0]
 
 
-def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
+def test_statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``P``, ``P'`` (flattened) and the absolute margin per unit of ``1 + e^eps`` of each statistic used.
 
     The counts on their window; beyond :data:`MAX_CELLS`, the difference ``h+ - h-`` and the
@@ -98,7 +98,7 @@ def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
     # given h+ (others), h- ~ Bin(m - h+, minus / (1 - plus))
     minus_share = 0.0 if plus >= 1 else min(1.0, minus / (1 - plus))
     minus_counts = _window(m, minus)
-    statistics = []
+    statistics = [_plus_count_laws(test)]
     if plus_counts.size * minus_counts.size > MAX_CELLS:
         statistics.append(_difference_laws(test))
         half = int(math.isqrt(MAX_CELLS) // 2)
@@ -115,7 +115,7 @@ def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
         total = np.zeros((a.size + 1, b.size + 1))
         total[1:, :-1] += u_plus * others
         total[:-1, 1:] += u_minus * others
-        total[:-1, :-1] += (1.0 - u_plus - u_minus) * others
+        total[:-1, :-1] += max(0.0, 1.0 - u_plus - u_minus) * others
         return total[rows, columns].ravel()
 
     # a cell at the window's edge misses contributions from outside it unless nothing lies there:
@@ -123,6 +123,28 @@ def _statistics(test: CountTest) -> list[tuple[np.ndarray, np.ndarray, float]]:
     rows = slice(0 if a[0] == 0 else 1, a.size + 1 if a[-1] >= m else a.size)
     columns = slice(0 if b[0] == 0 else 1, b.size + 1 if b[-1] >= m else b.size)
     return statistics + [(law(test.first, rows, columns), law(test.second, rows, columns), MARGIN)]
+
+
+def _plus_count_laws(test: CountTest) -> tuple[np.ndarray, np.ndarray, float]:
+    """The laws of ``h+`` alone (a post-processing too): ``Bin(m, pi+)`` plus user 1's report, complete cells only.
+
+    For a two-output channel this is the shuffled count itself.
+    """
+    from scipy import stats
+
+    m = test.others
+    counts = _window(m, test.other[0])
+    others = np.exp(stats.binom.logpmf(counts, m, test.other[0]))
+    padded = np.concatenate(([0.0], others, [0.0]))
+
+    def law(u_plus: float) -> np.ndarray:
+        # P(h+ = c) = u+ f(c - 1) + (1 - u+) f(c); the cells at the window's edges miss mass unless it ends there
+        total = u_plus * padded[:-1] + max(0.0, 1.0 - u_plus) * padded[1:]  # c = counts[0] .. counts[-1] + 1
+        first = 0 if counts[0] == 0 else 1
+        last = total.size if counts[-1] >= m else total.size - 1
+        return total[first:last]
+
+    return law(test.first[0]), law(test.second[0]), MARGIN
 
 
 def _centred(counts: np.ndarray, mean: float, half: int) -> np.ndarray:
