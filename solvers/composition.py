@@ -15,9 +15,9 @@ the outcomes holding an infinite part weigh ``1 - (1 - p_inf)^n``:
 
 :func:`composed_atoms` enumerates the compositions exactly (equal values merged
 first, so a three-valued log-ratio at n = 365 has 67,525 atoms); beyond
-``max_atoms`` atoms :func:`smallest_level` falls back on the pessimistic
-discretisation of ``dp_accounting`` (losses rounded up to a grid: an upper bound on
-``H_n``, hence on the level), imported there only.
+``max_atoms`` atoms :func:`smallest_level` falls back on :func:`solvers.pld.compose_pld`
+(losses rounded up to a grid, the n copies summed by one FFT with its error bounded: an
+upper bound on ``H_n``, hence on the level).
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Most atoms of an n-fold log-ratio enumerated exactly (then dp_accounting's discretisation).
+#: Most atoms of an n-fold log-ratio enumerated exactly (then the FFT of :func:`solvers.pld.compose_pld`).
 MAX_ATOMS = 2_000_000
-#: Grid of dp_accounting's pessimistic discretisation of the log-ratio.
-DISCRETISATION = 1e-4
 
 
 @dataclass(frozen=True)
@@ -135,7 +133,7 @@ class ComposedLevel:
     """Outcome of :func:`smallest_level`: the level ``t``, how it was found, the atoms of the exact method."""
 
     level: float
-    method: str  # "exact" or "discretised"
+    method: str  # "exact" or "discretised" (an upper bound on a grid)
     atoms: int
 
 
@@ -143,8 +141,8 @@ def smallest_level(upper, lower, n: int, delta: float, max_atoms: int = MAX_ATOM
     """The smallest ``t >= 0`` with ``H_n(t) <= delta`` for ``P = upper``, ``R = lower``.
 
     Exact (:func:`composed_atoms`, :func:`level_for`) up to ``max_atoms`` atoms; beyond,
-    ``dp_accounting``'s pessimistic discretisation (grid :data:`DISCRETISATION`), which
-    over-estimates ``H_n`` and so the level.
+    :func:`solvers.pld.compose_pld`'s upper bound (losses rounded up to a grid, the FFT's error
+    added), which over-estimates ``H_n`` and so the level.
     """
     atoms = loss_atoms(upper, lower)
     composed = composed_atoms(atoms, n, max_atoms)
@@ -154,14 +152,9 @@ def smallest_level(upper, lower, n: int, delta: float, max_atoms: int = MAX_ATOM
 
 
 def _discretised_level(atoms: LossAtoms, n: int, delta: float) -> float:
-    from dp_accounting.pld import privacy_loss_distribution
+    from solvers.pld import compose_pld
 
     if 1.0 - (1.0 - atoms.infinite) ** n > delta:
         return math.inf
-    upper = {i: math.log(mass) for i, mass in enumerate(atoms.upper.tolist()) if mass > 0}
-    lower = {i: math.log(mass) for i, mass in enumerate(atoms.lower.tolist()) if mass > 0}
-    if atoms.infinite > 0:
-        upper["infinite"] = math.log(atoms.infinite)
-    distribution = privacy_loss_distribution.from_two_probability_mass_functions(
-        lower, upper, pessimistic_estimate=True, value_discretization_interval=DISCRETISATION, symmetric=False)
-    return max(float(distribution.self_compose(n).get_epsilon_for_delta(delta)), 0.0)
+    level, _ = compose_pld(atoms.values, atoms.upper, n, delta=delta, infinity_mass=atoms.infinite)
+    return max(level, 0.0)

@@ -1,8 +1,8 @@
 """Accounting across rounds (designer.longitudinal.accounting, solvers.composition, ``account``).
 
 Checked against independent computations written here: a trinomial sum for randomised
-response over 365 rounds, brute-force enumeration of every report sequence for small T,
-and dp_accounting's pessimistic privacy-loss distribution.
+response over 365 rounds, brute-force enumeration of every report sequence for small T;
+the fallback beyond the enumeration (solvers.pld.compose_pld) against the exact level.
 """
 
 import itertools

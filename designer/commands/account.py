@@ -1,7 +1,7 @@
 """``account``: a user's privacy loss after T rounds of a channel or package, memoized or not.
 
 Exit codes: 0 computed; 1 the package is tampered (hash mismatch); 2 bad input.
-Heavy modules (numpy, scipy, dp_accounting, matplotlib) load inside the command.
+Heavy modules (numpy, scipy, matplotlib) load inside the command.
 """
 
 from __future__ import annotations

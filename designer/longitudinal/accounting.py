@@ -9,7 +9,7 @@ Levels are per ordered pair of values ``(x, x')`` (E-LDP, Definition 2 of contex
   (``basic``), and per pair the exact ``(epsilon, delta)``: the smallest epsilon with
   ``sum over report sequences of (W^T(s|x) - e^epsilon W^T(s|x'))_+ <= delta``, from the
   pair's privacy-loss distribution composed T times (:func:`solvers.composition.smallest_level`:
-  exact enumeration of the multinomial atoms, or dp_accounting's pessimistic discretisation
+  exact enumeration of the multinomial atoms, or an upper bound on a loss grid (:func:`solvers.pld.compose_pld`)
   when there are too many). The user holds one value throughout (``c = 0``: value changes
   under no memoization are refused; ``T max E_W`` still bounds them).
 * **With memoization** the permanent response ``Y1 ~ Q1[x, :]`` is drawn once per value and
@@ -56,7 +56,7 @@ class RoundsAccount:
         The level at ``delta`` per ordered pair (``inf`` where no finite level holds).
     method : str
         How ``epsilon`` was computed: ``"exact"`` (enumerated loss distribution),
-        ``"discretised"`` (dp_accounting's pessimistic PLD on some pair), ``"pure"`` (the basic level).
+        ``"discretised"`` (the FFT upper bound of :func:`solvers.pld.compose_pld` on some pair), ``"pure"`` (the basic level).
     labels : tuple of str
     """
 
@@ -141,7 +141,7 @@ def account_rounds(
     changes : int
         At most this many changes of the true value (memoized schedules only).
     max_atoms : int
-        Most atoms of an exactly enumerated loss distribution (then dp_accounting's discretisation).
+        Most atoms of an exactly enumerated loss distribution (then the FFT upper bound of :func:`solvers.pld.compose_pld`).
     """
     if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
         raise ValueError(f"--rounds must be a positive integer, got {rounds!r}")
