@@ -278,19 +278,18 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
     )
 
 
-def exact_signs(candidates: Candidates, levels: list[ExactEpsilon]) -> np.ndarray:
+def exact_signs(candidates: Candidates, ratios: tuple[np.ndarray, np.ndarray, np.ndarray],
+                level: Callable[[int], ExactEpsilon]) -> np.ndarray:
     """Exact sign of ``E - max(0, max_y log(Q[x, y] / Q[x', y]))`` for each pair (finite levels).
 
-    A level with a rational ``exp`` (``log(r)``, or 0 with ``r = 1``) is compared
-    with every candidate ratio at once in integer arithmetic:
-    ``sign(r_num * bottom - top * r_den)``. Any other rational level has an
+    ``ratios``: ``exp`` of each pair's level where it is rational (``log(r)``, or 0 with
+    ``r = 1``), as :meth:`designer.spec.PrivacyMatrix.exact_exp_ratios` gives them; those are
+    compared with every candidate ratio at once in integer arithmetic:
+    ``sign(r_num * bottom - top * r_den)``. Any other level (``level(pair)``) has an
     irrational ``exp``: the pair's exact maximal ratio is compared in Arb
     (:meth:`~designer.exact.ExactEpsilon.gap`), one pair at a time.
     """
-    exps = [level.exp_value if level.exp_value is not None else (_ONE if level.value == 0 else None) for level in levels]
-    rational = np.array([value is not None for value in exps], dtype=bool)
-    numerator = _object_array([value.numerator if value is not None else 0 for value in exps], (len(exps),))
-    denominator = _object_array([value.denominator if value is not None else 1 for value in exps], (len(exps),))
+    rational, numerator, denominator = ratios
     sign = np.where(rational, numerator != denominator, 1).astype(np.int8)  # the sign of E itself
     chosen = rational[candidates.pair]
     if chosen.any():
@@ -301,7 +300,7 @@ def exact_signs(candidates: Candidates, levels: list[ExactEpsilon]) -> np.ndarra
     for pair in np.flatnonzero(~rational).tolist():
         best = candidates.best(pair)
         if best is not None and best[0] > 1:
-            gap = levels[pair].gap(best[0])
+            gap = level(pair).gap(best[0])
             sign[pair] = min(sign[pair], (gap > 0) - (gap < 0))
     return sign
 

@@ -23,7 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
-from designer.aggregate.filters import check_where, quote_identifier
+from designer.aggregate.filters import GroupColumn, check_where, parse_by, quote_identifier
 from designer.aggregate.sources import ReportSource, resolve_reports
 from designer.errors import one_line
 
@@ -46,8 +46,10 @@ class ReportCounts:
     """Counts per group (``by`` columns) and distinct report value.
 
     Row ``i`` says: ``counts[i]`` reports with value ``values[i]`` (text, None for NULL) in the
-    group ``keys[i]`` (a tuple of the ``by`` columns' values; ``()`` when ungrouped).
-    ``files`` is the manifest of the files counted (:mod:`designer.aggregate.increments`).
+    group ``keys[i]`` (a tuple of the ``by`` groups' values as DuckDB returns them, dates and
+    timestamps included; ``()`` when ungrouped); ``by`` holds the groups' names.
+    ``files`` is the manifest of the files counted (:mod:`designer.aggregate.increments`);
+    ``same_content``: ``(path, path counted)`` of the files skipped as copies of another.
     """
 
     by: tuple[str, ...]
@@ -57,6 +59,7 @@ class ReportCounts:
     engine: str
     seconds: float
     files: tuple = field(default=())
+    same_content: tuple = field(default=())
 
     @property
     def total(self) -> int:
@@ -68,17 +71,18 @@ class ReportCounts:
         return dict(zip(zip(self.keys, self.values), self.counts))
 
     def groups(self) -> list[tuple[dict, list, list[int]]]:
-        """``(by values, report values, counts)`` per group, groups in sorted order."""
+        """``(by values, report values, counts)`` per group, groups in sorted order (values JSON-ready)."""
         grouped: dict[tuple, tuple[list, list[int]]] = {}
         for key, value, count in zip(self.keys, self.values, self.counts):
             values, counts = grouped.setdefault(key, ([], []))
             values.append(value)
             counts.append(count)
-        return [(dict(zip(self.by, key)), *grouped[key]) for key in sorted(grouped, key=_sort_key)]
+        return [({name: _json_value(part) for name, part in zip(self.by, key)}, *grouped[key])
+                for key in sorted(grouped, key=_sort_key)]
 
 
-def count_reports(reports: str, column: str = "y", scheduler: str | None = None, by: tuple[str, ...] = (),
-                  where: str | None = None) -> ReportCounts:
+def count_reports(reports: str, column: str = "y", scheduler: str | None = None,
+                  by: tuple[str | GroupColumn, ...] = (), where: str | None = None) -> ReportCounts:
     """Counts per ``by`` group and distinct value of ``column`` over the files ``reports`` names.
 
     This is the bridge to other engines: any engine that can run ``SELECT <by>, y, count(*) ...
@@ -95,8 +99,9 @@ def count_reports(reports: str, column: str = "y", scheduler: str | None = None,
         The report column.
     scheduler : str, optional
         Count with Dask on this cluster (batches of files, tree reduction) instead of DuckDB here.
-    by : tuple of str
-        Group columns (report columns or Hive partition keys).
+    by : tuple of str or GroupColumn
+        Groups: columns (report columns or Hive partition keys) or expressions over them
+        (``"date_trunc('hour', ts) AS hour"``), checked by :func:`designer.aggregate.filters.parse_by`.
     where : str, optional
         A boolean SQL expression over the columns (:func:`designer.aggregate.filters.check_where`).
 
@@ -108,11 +113,13 @@ def count_reports(reports: str, column: str = "y", scheduler: str | None = None,
     return count_source(resolve_reports(reports), column, scheduler, by, where)
 
 
-def count_source(source: ReportSource, column: str = "y", scheduler: str | None = None, by: tuple[str, ...] = (),
-                 where: str | None = None, files: tuple[str, ...] | None = None) -> ReportCounts:
+def count_source(source: ReportSource, column: str = "y", scheduler: str | None = None,
+                 by: tuple[str | GroupColumn, ...] = (), where: str | None = None,
+                 files: tuple[str, ...] | None = None) -> ReportCounts:
     """:func:`count_reports` over resolved ``source`` (or only its ``files`` given here)."""
     files = source.files if files is None else files
-    query = CountQuery(source, column, tuple(by), check_where(where) if where else None)
+    by = as_groups(by)
+    query = CountQuery(source, column, by, check_where(where) if where else None)
     start = time.perf_counter()
     try:
         if not files:
@@ -124,23 +131,28 @@ def count_source(source: ReportSource, column: str = "y", scheduler: str | None 
     except CountError as error:
         raise ValueError(_explain(str(error), source, files, column, by, where)) from None
     keys, values, counts = unpack(rows)
-    return ReportCounts(tuple(by), keys, values, counts, "dask" if scheduler else "duckdb",
+    return ReportCounts(tuple(group.name for group in by), keys, values, counts, "dask" if scheduler else "duckdb",
                         time.perf_counter() - start)
+
+
+def as_groups(by) -> tuple[GroupColumn, ...]:
+    """``by`` as groups: each text is parsed as ``--by`` is (:func:`designer.aggregate.filters.parse_by`)."""
+    return tuple(group for item in by for group in ((item,) if isinstance(item, GroupColumn) else parse_by(item)))
 
 
 @dataclass(frozen=True)
 class CountQuery:
-    """The grouped count: report column, ``by`` columns and checked ``where`` SQL over a source's reader."""
+    """The grouped count: report column, ``by`` groups and checked ``where`` SQL over a source's reader."""
 
     source: ReportSource
     column: str
-    by: tuple[str, ...]
+    by: tuple[GroupColumn, ...]
     where_sql: str | None
 
     def sql(self, files: list[str]) -> tuple[str, list]:
         """The statement and its parameters over ``files``.
 
-        When every ``by`` column is a Hive partition key of every file (:func:`partitions`), the
+        When every ``by`` group is a Hive partition key of every file (:func:`partitions`), the
         count is one ``UNION ALL`` of per-partition ``GROUP BY <column>`` aggregates with the
         partition values as constants: still one statement reading each file once, but DuckDB's
         perfect-hash aggregate on the report column alone runs at the speed of an ungrouped count,
@@ -149,9 +161,10 @@ class CountQuery:
         """
         condition = f" WHERE {self.where_sql}" if self.where_sql else ""
         report = quote_identifier(self.column)
-        plan = partitions(files, self.by) if self.by else None
+        columns = tuple(group.column for group in self.by)
+        plan = partitions(files, columns) if self.by and None not in columns else None
         if plan is None or len(plan) > MAX_UNION_PARTITIONS:
-            selected = ", ".join([*(quote_identifier(name) for name in self.by), report])
+            selected = ", ".join([*(group.select() for group in self.by), report])
             return f"SELECT {selected}, count(*) FROM {self.source.reader()}{condition} GROUP BY ALL", [list(files)]
         constants = ", ".join("CAST(? AS VARCHAR)" for _ in self.by)
         branch = (f"SELECT {constants}, v, n FROM (SELECT {report} AS v, count(*) AS n "
@@ -178,7 +191,7 @@ def count_files(query: CountQuery, files) -> dict:
     """``{(group key, value text): count}`` of ``query`` over ``files`` (DuckDB, here or on a worker)."""
     rows: dict = {}
     for *key, value, count in _run(query.source, *query.sql(list(files))):
-        index = (tuple(_json_value(part) for part in key), report_text(value))
+        index = (tuple(key), report_text(value))
         rows[index] = rows.get(index, 0) + int(count)
     return rows
 
@@ -226,7 +239,8 @@ def report_text(value) -> str | None:
     return str(value)
 
 
-def _explain(error: str, source: ReportSource, files, column: str, by: tuple[str, ...], where: str | None) -> str:
+def _explain(error: str, source: ReportSource, files, column: str, by: tuple[GroupColumn, ...],
+             where: str | None) -> str:
     """A one-line message naming the option at fault in a DuckDB error."""
     kind, message = error.split(": ", 1)
     if where and kind == "ConversionException":  # e.g. comparing a text column with a number
@@ -236,10 +250,29 @@ def _explain(error: str, source: ReportSource, files, column: str, by: tuple[str
     columns = _columns(source, files)
     if column not in columns:
         return f"--column {column}: the reports have no such column (columns: {', '.join(columns)})"
-    missing = [name for name in by if name not in columns]
+    missing = [group.column for group in by if group.column is not None and group.column not in columns]
     if missing:
         return f"--by {missing[0]}: the reports have no such column (columns: {', '.join(columns)})"
+    for group in by:
+        failure = _bind_error(source, files, group.select()) if group.column is None else None
+        if failure:
+            return f"--by {group.sql}: {failure} (columns: {', '.join(columns)})"
     return f"--where {where}: {message}"
+
+
+def _bind_error(source: ReportSource, files, expression: str) -> str | None:
+    """DuckDB's one-line error binding ``expression`` over the files, None when it binds."""
+    import duckdb
+
+    connection = duckdb.connect()
+    try:
+        source.prepare(connection)
+        connection.execute(f"DESCRIBE SELECT {expression} FROM {source.reader()}", [list(files)])
+    except duckdb.Error as error:
+        return one_line(error)
+    finally:
+        connection.close()
+    return None
 
 
 def _columns(source: ReportSource, files) -> list[str]:
