@@ -96,7 +96,10 @@ def main() -> None:
         times: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
         for _ in range(arguments.repeats):
             for name, (tree, e_path) in cases.items():
-                seconds, certificate = read_and_certify(e_path, q_path) if tree is None else in_child(tree, e_path, q_path)
+                if tree is None:
+                    seconds, certificate = read_and_certify(e_path, q_path)
+                else:
+                    seconds, certificate = in_child(tree, e_path, q_path)
                 if not certificate.certified or ("non-tight" not in name and certificate.margin != 0):
                     raise SystemExit(f"{name}: {certificate.verdict}, margin {certificate.margin}")
                 times[name].append(seconds)

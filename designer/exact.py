@@ -187,7 +187,7 @@ _LOG_OF_INTEGERS = re.compile(r"log\((\d+)(?:/(\d+))?\)", re.ASCII)
 
 
 def parse_integer_log_ratios(tokens: list[str]) -> list[tuple[int, int] | None]:
-    """``log(p/q)`` levels with integer ``p >= q > 0`` read in one pass, as coprime ``(p, q)``; None for any other token.
+    """``log(p/q)`` levels with integer ``p >= q > 0`` read in one pass, as coprime ``(p, q)``; None for other tokens.
 
     The fast path of :meth:`ExactEpsilon.parse` for an E whose every entry is the
     log of a ratio of integers (a tight E): no decimal grammar, one gcd per token, and

@@ -192,7 +192,8 @@ def test_integer_log_levels_read_as_pairs_equal_one_by_one():
               "ln(3)", "log(3", "log()", "log(/3)", "log(3/)", "log(1/2/3)", "0.5", "inf", "log(1.5)", "log(007/7)"]
     ratios = parse_integer_log_ratios(tokens)
     expected = {"log(3)": (3, 1), "log(10/7)": (10, 7), "log(999999999999999999/2)": (999999999999999999, 2),
-                f"log({10**18}/3)": (10**18, 3), f"log({2**70}/{2**69})": (2, 1), "log(6/4)": (3, 2), "log(007/7)": (1, 1)}
+                f"log({10**18}/3)": (10**18, 3), f"log({2**70}/{2**69})": (2, 1), "log(6/4)": (3, 2),
+                "log(007/7)": (1, 1)}
     assert {token: ratio for token, ratio in zip(tokens, ratios) if ratio is not None} == expected
     for token, ratio in expected.items():
         assert ratio_level(ratio) == ExactEpsilon.parse(token)

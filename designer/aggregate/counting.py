@@ -6,9 +6,10 @@ One grouped count answers everything: DuckDB streams the report files
 union_by_name = true) WHERE <checked --where> GROUP BY ALL``, with a bounded memory
 limit (grouped by Hive partition keys only, the same statement is written as one ``UNION ALL``
 of per-partition aggregates: :class:`CountQuery`). With a Dask scheduler, the files are split
-into batches, each batch is counted by the same query on a worker, and the small partial counts are merged by a tree reduction
-(``dask.bag`` ``reduction`` with ``split_every``): no shuffle, since the result has one row
-per (group, distinct value).
+into batches (one per worker thread), each batch is counted by the same query on a worker with
+DuckDB limited to that worker's threads, and the small partial counts are merged by a tree
+reduction on the workers (:data:`SPLIT_EVERY` partials per task): no shuffle, since the result
+has one row per (group, distinct value).
 
 Report values are returned as text (``None`` for NULL), integral floats written as
 integers (``2.0`` → ``"2"``), so that partial counts from files of different types (an
@@ -20,6 +21,7 @@ value, NULL included, is kept.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field, replace
 
@@ -29,12 +31,16 @@ from designer.errors import one_line
 
 #: DuckDB's memory limit for the aggregation (it spills beyond it).
 DUCKDB_MEMORY_LIMIT = "1GB"
-#: Dask: batches of files per worker thread (balance against per-task overhead).
-BATCHES_PER_THREAD = 2
+#: Dask: batches of files per worker thread. One: DuckDB already reads a batch's files in parallel, and each
+#: task costs a scheduler round trip (tens of ms on a loaded machine; 4 batches on 2 threads measured slower).
+BATCHES_PER_THREAD = 1
 #: Most Hive partitions counted as one UNION ALL of per-partition aggregates (:class:`CountQuery`).
 MAX_UNION_PARTITIONS = 1000
 #: Dask: partial counts merged per node of the reduction tree.
 SPLIT_EVERY = 8
+#: DuckDB's words for a Parquet file that has no bytes or no column (the file name in group 1).
+_EMPTY_PARQUET = re.compile(r"File '(.+?)' too small to be a Parquet file|"
+                            r"Failed to read Parquet file '(.+?)': Need at least one non-root column")
 
 
 class CountError(ValueError):
@@ -187,22 +193,25 @@ def partitions(files, by: tuple[str, ...]) -> dict[tuple, list[str]] | None:
     return plan
 
 
-def count_files(query: CountQuery, files) -> dict:
-    """``{(group key, value text): count}`` of ``query`` over ``files`` (DuckDB, here or on a worker)."""
+def count_files(query: CountQuery, files, threads: int | None = None) -> dict:
+    """``{(group key, value text): count}`` of ``query`` over ``files`` (DuckDB, here or on a worker;
+    ``threads``: DuckDB's threads, default all cores)."""
     rows: dict = {}
-    for *key, value, count in _run(query.source, *query.sql(list(files))):
+    for *key, value, count in _run(query.source, *query.sql(list(files)), threads):
         index = (tuple(key), report_text(value))
         rows[index] = rows.get(index, 0) + int(count)
     return rows
 
 
-def _run(source: ReportSource, sql: str, parameters: list) -> list[tuple]:
+def _run(source: ReportSource, sql: str, parameters: list, threads: int | None = None) -> list[tuple]:
     """The rows of ``sql`` (``CountError``: DuckDB's error class and first line)."""
     import duckdb
 
     connection = duckdb.connect()
     try:
         connection.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+        if threads is not None:
+            connection.execute(f"SET threads = {int(threads)}")
         connection.execute("SET enable_progress_bar = false")  # it would print on stdout (breaks --json)
         source.prepare(connection)
         try:
@@ -245,6 +254,11 @@ def _explain(error: str, source: ReportSource, files, column: str, by: tuple[Gro
     kind, message = error.split(": ", 1)
     if where and kind == "ConversionException":  # e.g. comparing a text column with a number
         return f"--where {where}: {message}"
+    empty = _EMPTY_PARQUET.search(message)
+    if empty:
+        problem = "is empty (0 bytes)" if "too small" in empty.group(0) else "has no columns"
+        return (f"--reports {source.spec}: the file {empty.group(1) or empty.group(2)} {problem}, so it holds no "
+                f"report column {column}: remove it or write its reports")
     if kind != "BinderException":
         return f"--reports {source.spec}: {message}"
     columns = _columns(source, files)
@@ -258,6 +272,37 @@ def _explain(error: str, source: ReportSource, files, column: str, by: tuple[Gro
         if failure:
             return f"--by {group.sql}: {failure} (columns: {', '.join(columns)})"
     return f"--where {where}: {message}"
+
+
+def describe_no_report(source: ReportSource | None, column: str, where: str | None) -> str:
+    """Why nothing was counted, in one line: no rows in the files, none matching ``where``, or empty saved counts."""
+    if source is None:
+        return "the saved counts hold no report"
+    files = "the file" if len(source.files) == 1 else f"the {len(source.files)} files"
+    if where:
+        return f"--where {where}: no report of {files} of --reports {source.spec} matches it"
+    verb = "holds" if len(source.files) == 1 else "hold"
+    return f"--reports {source.spec}: {files} {verb} no rows (no report in column {column})"
+
+
+def column_type(source: ReportSource, column: str) -> str:
+    """The report column's type as DuckDB reads it from every file (``VARCHAR``, ``BIGINT``, ...)."""
+    connection = duckdb_connection(source)
+    try:
+        described = connection.execute(f"DESCRIBE SELECT {quote_identifier(column)} FROM {source.reader()}",
+                                       [list(source.files)]).fetchall()
+        return described[0][1]
+    finally:
+        connection.close()
+
+
+def duckdb_connection(source: ReportSource):
+    """A DuckDB connection able to read ``source``'s files."""
+    import duckdb
+
+    connection = duckdb.connect()
+    source.prepare(connection)
+    return connection
 
 
 def _bind_error(source: ReportSource, files, expression: str) -> str | None:
@@ -288,19 +333,29 @@ def _columns(source: ReportSource, files) -> list[str]:
 
 
 def _dask_counts(query: CountQuery, files, scheduler: str) -> dict:
-    """Batches of files counted on the workers, partial counts merged by a tree reduction."""
-    import dask.bag
-
+    """Batches of files counted on the workers, partial counts merged by a tree reduction there."""
     from designer.sweep.execution import dask_client
 
     query = replace(query, source=replace(query.source, files=()))  # each task carries its batch, not every file
+    files = list(files)
     with dask_client(scheduler, 0) as client:
         threads = max(1, sum(client.nthreads().values()))
         size = max(1, math.ceil(len(files) / (BATCHES_PER_THREAD * threads)))
-        bag = dask.bag.from_sequence(list(files), partition_size=size)
-        reduced = bag.reduction(lambda batch: count_files(query, list(batch)), merge_counts,
-                                split_every=SPLIT_EVERY)
-        return reduced.compute()
+        batches = [files[start:start + size] for start in range(0, len(files), size)]
+        levels = [client.map(count_batch, [query] * len(batches), batches, pure=False)]
+        while len(levels[-1]) > 1:  # every level is kept referenced until the result: the scheduler keeps its inputs
+            below = levels[-1]
+            levels.append([client.submit(merge_counts, below[start:start + SPLIT_EVERY], pure=False)
+                           for start in range(0, len(below), SPLIT_EVERY)])
+        return levels[-1][0].result()
+
+
+def count_batch(query: CountQuery, files: list[str]) -> dict:
+    """:func:`count_files` on a Dask worker: DuckDB uses the worker's threads, not every core of its host
+    (two single-thread workers on two cores would otherwise run four DuckDB threads)."""
+    from distributed import get_worker
+
+    return count_files(query, files, get_worker().state.nthreads)
 
 
 def _json_value(value):

@@ -5,7 +5,7 @@ group columns ``group_0 .. group_{g-1}`` (their names and SQL in the description
 (the report as text, NULL for NULL) and ``count`` (int64); and, under the Parquet metadata key
 ``ldp-designer-counts``, a JSON description: ``format``, ``column``, ``by`` (each group's
 ``name``, ``sql`` and ``column``), ``where`` (the checked SQL), ``files`` (the manifest of the
-counted files, :mod:`designer.aggregate.increments`), ``reports`` (the total) and ``digest``:
+counted files, :mod:`designer.aggregate.increments`) and ``digest``:
 the SHA-256 of the canonical JSON of the rest of the description and of every row (sorted).
 With ``--sign KEY`` the digest's bytes are also signed with Ed25519 and ``signature`` holds
 ``{"algorithm": "Ed25519", "public_key": base64, "value": base64}``.
@@ -14,8 +14,8 @@ With ``--sign KEY`` the digest's bytes are also signed with Ed25519 and ``signat
 
 1. structure (bad input, exit 2, one line naming the file and what is wrong): the description
    is JSON of the expected members and types; the columns are the groups, ``value`` and
-   ``count``; every count is an integer >= 0; no two rows hold the same group and value; the
-   total is the sum of the counts; every manifest entry is a SHA-256, a size and its paths;
+   ``count``; every count is an integer >= 0; no two rows hold the same group and value; every
+   manifest entry is a SHA-256, a size, partition segments and its paths;
 2. the digest (:class:`CountsTampered`, exit 1): any other change (a count raised, counts
    multiplied, a manifest entry removed, rows added) breaks it;
 3. with ``--public-key KEY.pub``: the signature by that key over the same bytes (exit 1 when
@@ -54,8 +54,7 @@ FORMAT = 2
 #: (Spark SQL), ``count_star()`` (DuckDB), ``f0_`` (BigQuery, an unnamed ``COUNT(*)``).
 COUNT_NAMES = ("count", "n", "len", "count(1)", "count(*)", "count_star()", "f0_")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_DESCRIPTION = {"format": int, "column": str, "by": list, "where": (str, type(None)), "files": list,
-                "reports": int, "digest": str}
+_DESCRIPTION = {"format": int, "column": str, "by": list, "where": (str, type(None)), "files": list, "digest": str}
 
 
 class CountsTampered(ValueError):
@@ -111,9 +110,6 @@ def read_counts(path: str | Path, column: str, public_key: bytes | None = None) 
         raise ValueError(f"{where}: counts of the column {description['column']}; this run asks for --column {column}")
     groups = _groups(description["by"], where)
     rows = _rows(table, len(groups), where)
-    total = sum(rows.values())
-    if total != description["reports"]:
-        raise ValueError(f"{where}: its total ({description['reports']} reports) is not the sum of its counts ({total})")
     files = tuple(_manifest_entry(entry, index, where) for index, entry in enumerate(description["files"]))
     expected = counts_digest(description, rows)
     if not hmac.compare_digest(expected, description["digest"]):
@@ -184,7 +180,7 @@ def write_counts(path: str | Path, rows: dict, column: str, by: tuple[GroupColum
     written = _rows(table, len(by), str(path))  # the rows as they read back (types of Parquet)
     description = {"format": FORMAT, "column": column,
                    "by": [{"name": group.name, "sql": group.sql, "column": group.column} for group in by],
-                   "where": where, "files": files, "reports": sum(rows.values())}
+                   "where": where, "files": files}
     description["digest"] = counts_digest(description, written)
     if private_key is not None:
         description["signature"] = _signature(private_key, description)

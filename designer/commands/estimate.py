@@ -44,10 +44,16 @@ def estimate_command(
     Exit 0 estimated, 1 --counts tampered (digest or signature), 2 bad input."""
     from rich.console import Console
 
-    from designer.aggregate.estimate import (accuracy_warning, check_confidence, check_estimator, estimate_groups,
-                                             load_mechanism)
-    from designer.aggregate.filters import check_where, parse_by
+    from designer.aggregate.counting import column_type, describe_no_report
     from designer.aggregate.counts_file import CountsTampered
+    from designer.aggregate.estimate import (
+        accuracy_warning,
+        check_confidence,
+        check_estimator,
+        estimate_groups,
+        load_mechanism,
+    )
+    from designer.aggregate.filters import check_where, parse_by
     from designer.aggregate.increments import check_counts_outside, gather_counts
     from designer.aggregate.sources import resolve_reports
     from designer.commands.deploy import reject, signing_key
@@ -92,10 +98,12 @@ def estimate_command(
     if saved is not None:
         extra["counts_checked"] = saved.checked
     if not groups:  # ungrouped: the one estimate's fields at the top level
-        result = {key: value for key, value in result["groups"][0].items() if key != "by"} if result["groups"] else \
-            {"reports": 0, "estimate": [], "error": "no report counted"}
+        if not result["groups"]:
+            raise ValueError(describe_no_report(source, column, where))
+        result = {key: value for key, value in result["groups"][0].items() if key != "by"}
         if "error" in result:
-            raise ValueError(result["error"])
+            kind = column_type(source, column) if source is not None else "text, from the saved counts"
+            raise ValueError(f"{result['error']}; the reports are column {column} of type {kind}")
     result.update(extra)
     entries = result["groups"] if groups else [result]
     for entry in entries:

@@ -29,8 +29,16 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import (DecimalCells, collector_paused, faithful_log_ratios, parse_integer_log_ratios,
-                           parse_plain_decimals, plain_decimal_floats, quoted_token, ratio_level)
+from designer.exact import (
+    DecimalCells,
+    collector_paused,
+    faithful_log_ratios,
+    parse_integer_log_ratios,
+    parse_plain_decimals,
+    plain_decimal_floats,
+    quoted_token,
+    ratio_level,
+)
 from designer.io.fast import fast_float_matrix, has_extreme_numbers
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
