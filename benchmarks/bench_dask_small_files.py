@@ -13,9 +13,10 @@ in a fresh interpreter, as the command line does, and reports
 The first Dask count after the cluster starts is reported apart ("cold": the workers import DuckDB
 and the package on their first task). DuckDB and Dask are interleaved in every round; medians over
 ``--repeats`` rounds. ``--before PATH`` times another checkout the same way (its own cluster, same
-files, same run).
+files, same run). ``--preload`` starts the workers with ``--preload designer.aggregate.counting``
+(they import DuckDB and the package when they start, not on their first task).
 
-Run: ``.venv/bin/python benchmarks/bench_dask_small_files.py [--repeats 5] [--before PATH]``
+Run: ``.venv/bin/python benchmarks/bench_dask_small_files.py [--repeats 5] [--before PATH] [--preload]``
 """
 
 from __future__ import annotations
@@ -78,15 +79,16 @@ def child(tree: Path, reports: Path, scheduler: str | None) -> dict:
 class Cluster:
     """``dask scheduler`` and two single-thread ``dask worker`` processes with ``tree`` on PYTHONPATH."""
 
-    def __init__(self, tree: Path, port: int):
+    def __init__(self, tree: Path, port: int, preload: bool = False):
         environment = {**os.environ, "PYTHONPATH": str(tree)}
         self.address = f"tcp://127.0.0.1:{port}"
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": environment, "cwd": "/"}
         self.processes = [subprocess.Popen([BIN / "dask", "scheduler", "--port", str(port),
                                             "--dashboard-address", ":0"], **quiet)]
         time.sleep(3)
+        options = ["--preload", "designer.aggregate.counting"] if preload else []
         self.processes += [subprocess.Popen([BIN / "dask", "worker", self.address, "--nthreads", "1",
-                                             "--dashboard-address", ":0"], **quiet) for _ in range(2)]
+                                             "--dashboard-address", ":0", *options], **quiet) for _ in range(2)]
         from distributed import Client
 
         with Client(self.address, timeout="30s") as client:
@@ -106,6 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--before", type=Path, help="another checkout, timed the same way in the same run")
+    parser.add_argument("--preload", action="store_true", help="workers import the counting module when they start")
     arguments = parser.parse_args()
     trees = {"": ROOT} if arguments.before is None else {"before: ": arguments.before.resolve(), "now: ": ROOT}
     folder = Path(tempfile.mkdtemp(prefix="bench-dask-small-", dir="/tmp"))
@@ -115,7 +118,7 @@ def main() -> None:
         child(ROOT, folder / "small", None)  # page cache warm
         results: dict[str, list[dict]] = {}
         for index, (label, tree) in enumerate(trees.items()):
-            cluster = Cluster(tree, 8786 + 11 * (index + 1))
+            cluster = Cluster(tree, 8786 + 11 * (index + 1), arguments.preload)
             try:
                 results[f"{label}Dask, first count (cold workers)"] = [child(tree, folder / "small", cluster.address)]
                 for _ in range(arguments.repeats):

@@ -69,7 +69,7 @@ def test_where_filters_like_numpy_and_is_checked(tmp_path):
             check_where(expression)
 
 
-def test_mixed_integer_and_text_files_count_as_text_with_duckdb_and_dask(tmp_path):
+def test_mixed_integer_and_text_files_count_as_text_with_duckdb_and_dask(tmp_path, monkeypatch):
     pq.write_table(pa.table({"y": np.array([0, 1, 1, 2, 3], dtype=np.int64)}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"y": ["1", "3", "banana", None]}), tmp_path / "b.parquet")
     expected = {"0": 1, "1": 3, "2": 1, "3": 2, "banana": 1, None: 1}
@@ -85,6 +85,11 @@ def test_mixed_integer_and_text_files_count_as_text_with_duckdb_and_dask(tmp_pat
         hive_days(tmp_path / "days", files=3, n=500)
         grouped = count_reports(str(tmp_path / "days"), by=("day",), where="y <> 1", scheduler=cluster.scheduler_address)
         assert grouped.groups() == count_reports(str(tmp_path / "days"), by=("day",), where="y <> 1").groups()
+        from designer.aggregate import counting
+
+        monkeypatch.setattr(counting, "BATCHES_PER_THREAD", 5)  # 9 files in 9 batches: two levels of merges
+        deeper = count_reports(str(tmp_path / "days"), by=("day",), where="y <> 1", scheduler=cluster.scheduler_address)
+        assert deeper.groups() == grouped.groups()
 
 
 def test_remote_urls_pass_through_or_are_refused(monkeypatch):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -300,3 +301,46 @@ def test_a_plain_count_table_from_another_engine_is_accepted(tmp_path):
         pq.write_table(table, tmp_path / f"{name}.parquet")
         code, _, stderr = run("--counts", str(tmp_path / f"{name}.parquet"))
         assert code == 2 and stderr.count("\n") == 1 and message in stderr, stderr
+
+
+def test_an_empty_parquet_file_and_reports_outside_the_alphabet_say_what_is_wrong(tmp_path):
+    """Issue 30: an empty .parquet said "no file matches"; nothing in the alphabet gave no type or example."""
+    pq.write_table(pa.table({"y": pa.array([], type=pa.int64())}), tmp_path / "no-rows.parquet")
+    pq.write_table(pa.table({}), tmp_path / "no-columns.parquet")
+    (tmp_path / "zero.parquet").write_bytes(b"")
+    pq.write_table(pa.table({"y": ["a", "b", "a", "c", "a"]}), tmp_path / "text.parquet")
+    cases = {
+        "no-rows.parquet": "the file holds no rows (no report in column y)",
+        "no-columns.parquet": "no-columns.parquet has no columns, so it holds no report column y",
+        "zero.parquet": "zero.parquet is empty (0 bytes), so it holds no report column y",
+        "text.parquet": "no report is in the mechanism's output alphabet (4 outputs labelled as text: '0', '1', '2', "
+                        "'3'); 5 reports outside it, 3 distinct values, e.g. 'a' (3), 'b' (1), 'c' (1); the reports "
+                        "are column y of type VARCHAR",
+    }
+    for name, message in cases.items():
+        code, stdout, stderr = run("--reports", str(tmp_path / name))
+        assert code == 2 and stdout == "" and stderr.count("\n") == 1 and message in stderr, stderr
+    code, _, stderr = run("--reports", str(tmp_path / "text.parquet"), "--where", "y = 'z'")
+    assert code == 2 and "--where y = 'z': no report of the file of --reports" in stderr
+
+
+def test_only_files_alike_in_size_and_ends_are_hashed_before_counting(tmp_path, monkeypatch):
+    from designer.aggregate import increments
+    from designer.io.text import file_sha256
+
+    hashed = []
+
+    def recording(path):
+        hashed.append(os.path.basename(path))
+        return file_sha256(path)
+
+    monkeypatch.setattr(increments, "file_sha256", recording)
+    data = np.random.default_rng(5).integers(0, 256, 200_000, dtype=np.uint8).tobytes()
+    (tmp_path / "a.csv").write_bytes(data)
+    (tmp_path / "b.csv").write_bytes(data)  # a copy
+    (tmp_path / "c.csv").write_bytes(data[:100_000] + bytes(100_000))  # same size, other last bytes
+    (tmp_path / "d.csv").write_bytes(data[:5])  # a size of its own
+    files = [str(tmp_path / name) for name in ("a.csv", "b.csv", "c.csv", "d.csv")]
+    plan = increments.plan_increment(files, hash_all=False)
+    assert sorted(hashed) == ["a.csv", "b.csv"] and plan.todo == [files[0], files[2], files[3]]
+    assert plan.same_content == [(files[1], str(tmp_path / "a.csv"))] and plan.hash_later == []

@@ -13,8 +13,9 @@ mapping each real path (links resolved) where it was seen to its modification ti
 
 * skipped without reading when its real path is in the manifest with the same size and time
   (as make and rsync decide);
-* otherwise hashed (only when its size could match a counted file or another listed one: a
-  file of a size nobody else has is new, and is hashed while it is counted) and skipped when
+* otherwise hashed (before the count only when its size matches a counted file, or its size and
+  its first and last 64 KiB match another listed file; any other file is new, and is hashed while
+  it is counted) and skipped when
   its content was counted (touched, copied, moved, renamed, linked);
 * **refused** (one line) when it sits at a path whose counted content is now nowhere in the
   listing (changed in place, or appended to): its old reports are inside the saved counts and
@@ -23,7 +24,7 @@ mapping each real path (links resolved) where it was seen to its modification ti
   written), the path simply holds a new file.
 
 Files in the manifest that are gone from disk stay counted. A plain count (no ``--counts``, no
-``--save-counts``) skips copies in the same way, hashing only files of equal sizes.
+``--save-counts``) skips copies in the same way, hashing only files of equal sizes and ends.
 
 **Concurrent writers**: a run with ``--save-counts FILE`` holds an exclusive lock
 (``fcntl.flock`` on ``.FILE.lock`` next to it, left in place) from reading ``--counts`` to
@@ -43,6 +44,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from designer.io.text import file_sha256
+
+#: Bytes read at each end of equal-size files to tell them apart before hashing them whole.
+ENDS = 1 << 16
 
 
 @dataclass
@@ -86,9 +90,15 @@ def plan_increment(files, manifest: tuple[dict, ...] = (), hash_all: bool = True
             rest.append((path, real, status))
     counted_sizes = {key[1] for key in plan.entries}
     sizes = Counter(status.st_size for _, _, status in rest)
-    collide = [item for item in rest if item[2].st_size in counted_sizes or sizes[item[2].st_size] > 1]
-    unique = [item for item in rest if not (item[2].st_size in counted_sizes or sizes[item[2].st_size] > 1)]
+    alike = [item for item in rest if item[2].st_size not in counted_sizes and sizes[item[2].st_size] > 1]
     with ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
+        ends = dict(zip((item[1] for item in alike), pool.map(_ends_digest, [item[1] for item in alike])))
+    twins = Counter((item[2].st_size, ends[item[1]]) for item in alike)
+    collide = [item for item in rest if item[2].st_size in counted_sizes or
+               (item[1] in ends and twins[item[2].st_size, ends[item[1]]] > 1)]
+    hashed_now = {item[1] for item in collide}
+    unique = [item for item in rest if item[1] not in hashed_now]
+    with ThreadPoolExecutor(2) as pool:
         digests = list(pool.map(file_sha256, [real for _, real, _ in collide]))
     keys = [(digest, status.st_size, partition_segments(path)) for digest, (path, _, status) in zip(digests, collide)]
     present.update(keys)
@@ -103,12 +113,24 @@ def plan_increment(files, manifest: tuple[dict, ...] = (), hash_all: bool = True
         if real not in entry["paths"]:
             plan.same_content.append((path, next(iter(entry["paths"]))))
         entry["paths"][real] = status.st_mtime_ns
-    for path, real, status in unique:  # a size no counted file has: new content
+    for path, real, status in unique:  # no counted file has its size, no listed file its size and ends: new content
         _check_unchanged(real, status, at_path.get(real), None, present)
         plan.todo.append(path)
         if hash_all:
             plan.hash_later.append(path)
     return plan
+
+
+def _ends_digest(path: str) -> str:
+    """SHA-256 of a file's first and last :data:`ENDS` bytes: files of one size that differ there differ."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        digest.update(handle.read(ENDS))
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - ENDS))
+        digest.update(handle.read(ENDS))
+    return digest.hexdigest()
 
 
 def _check_unchanged(real: str, status: os.stat_result, before: tuple | None, key: tuple | None, present: set) -> None:
