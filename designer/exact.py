@@ -493,10 +493,10 @@ def _refined_log(numerator: int, denominator: int) -> float:
         precision = min(2 * precision, limit)
 
 
-def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
+def integer_logs(integers: Sequence[int], bits: int = _LOG_BITS) -> tuple[np.ndarray, float]:
     """Float logs of positive integers with a rigorous error bound.
 
-    Each log is an Arb ball at 128 bits (python-flint) rounded to a float, so
+    Each log is an Arb ball at ``bits`` bits (python-flint) rounded to a float, so
     its error is at most one unit in the last place of the ball's midpoint plus
     the ball's radius. The radii are bounded all at once by the radius of the
     ball sum (a sum of balls contains every sum of their points, so its radius
@@ -507,6 +507,9 @@ def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
     integers : sequence of int
         Positive integers of any size (or positive floats: each is an exact
         binary rational, and the same bound holds).
+    bits : int
+        Precision of the balls: the bound holds at any, a lower one is faster and
+        gives a larger ``radius`` (about ``len(integers) * 2**-bits * max |log|``).
 
     Returns
     -------
@@ -518,7 +521,7 @@ def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
 
     if not integers:
         return np.zeros(0), 0.0
-    with arb_precision(_LOG_BITS):
+    with arb_precision(bits):
         arb = flint.arb
         balls = [arb(value).log() for value in integers]
         total = flint.arb_poly(balls)(1)

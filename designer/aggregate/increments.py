@@ -183,7 +183,8 @@ def count_increment(source, column: str = "y", scheduler: str | None = None, by=
     alone. With ``saved``, the new files are counted with the saved groups and filter (so that the
     sum can be saved again; :mod:`designer.aggregate.rollup` regroups it for the estimate). Returns
     a :class:`designer.aggregate.counting.ReportCounts` whose ``files`` is the manifest of
-    everything now counted (empty when ``manifest`` is False and nothing was saved).
+    everything now counted (empty when ``manifest`` is False: then new files are hashed only to
+    tell copies apart, and no manifest is built).
 
     Raises
     ------
@@ -203,21 +204,21 @@ def count_increment(source, column: str = "y", scheduler: str | None = None, by=
         raise ValueError(f"--counts {saved.path}: a plain count table has no manifest of the files it counted, so "
                          "adding --reports could count some twice; estimate from it alone, or count every report "
                          "file with --save-counts")
-    keep = manifest or saved is not None
+    keep = manifest or saved is not None  # a manifest is read or written: local files only
     if source.access is not None:
         if keep:
             raise ValueError(f"--reports {source.spec}: --counts and --save-counts need local report files "
                              "(the manifest records each file's size, time and SHA-256)")
         return count_source(source, column, scheduler, by, where)
-    plan = plan_increment(source.files, saved.files if saved else (), hash_all=keep)
+    plan = plan_increment(source.files, saved.files if saved else (), hash_all=manifest)
     with ThreadPoolExecutor(1) as pool:  # hashing (GIL released) overlaps the count
         hashed = pool.map(entry_of, plan.hash_later)
         fresh = count_source(source, column, scheduler, by, where, files=tuple(plan.todo))
         plan.entries.update(hashed)
     rows = merge_counts([before, fresh.rows()])
     keys, values, totals = unpack(rows)
-    return replace(fresh, keys=keys, values=values, counts=totals, files=tuple(plan.entries.values()) if keep else (),
-                   same_content=tuple(plan.same_content))
+    files = tuple(plan.entries.values()) if manifest else ()
+    return replace(fresh, keys=keys, values=values, counts=totals, files=files, same_content=tuple(plan.same_content))
 
 
 def check_counts_outside(files, paths) -> None:
