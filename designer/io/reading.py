@@ -139,9 +139,13 @@ def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: b
 def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
     width = len(table[0])
     cells = [cell for row in table for cell in row]
-    position: dict[str, int] = {}
-    inverse = np.fromiter((position.setdefault(cell, len(position)) for cell in cells), dtype=np.intp, count=len(cells))
-    distinct = list(position)  # repeated values (GRR, block E) are read and converted once, in file order
+    if len(dict.fromkeys(cells)) == len(cells):  # every cell distinct (a tight E): no index to build
+        distinct, inverse = cells, np.arange(len(cells))
+    else:  # repeated values (GRR, block E) are read and converted once, in file order
+        position: dict[str, int] = {}
+        inverse = np.fromiter((position.setdefault(cell, len(position)) for cell in cells), dtype=np.intp,
+                              count=len(cells))
+        distinct = list(position)
     if exact and not (rule.integer or rule.positive):
         if rule.privacy_level:  # a plain decimal level stays text until its rational is needed
             logs_like = [index for index, token in enumerate(distinct) if token[:4] == "log("]
