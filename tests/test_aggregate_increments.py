@@ -148,14 +148,21 @@ TAMPERING = {
 }
 
 
+@pytest.fixture(scope="module")
+def daily_counts(tmp_path_factory) -> bytes:
+    """The bytes of counts saved ``--by day`` over two days of reports."""
+    folder = tmp_path_factory.mktemp("daily")
+    write_days(folder / "r", ("01", "02"))
+    estimate_json("--reports", str(folder / "r"), "--by", "day", "--save-counts", str(folder / "c.parquet"))
+    return (folder / "c.parquet").read_bytes()
+
+
 @pytest.mark.parametrize("name", TAMPERING)
-def test_tampered_counts_are_refused_in_one_line(tmp_path, name):
+def test_tampered_counts_are_refused_in_one_line(tmp_path, name, daily_counts):
     """Exit 1 (``rejected:``) when the content does not match its digest; 2 for a malformed file (verify-package's
     convention); the counts are never used."""
-    root = tmp_path / "r"
-    write_days(root, ("01", "02"))
     counts = tmp_path / "c.parquet"
-    estimate_json("--reports", str(root), "--by", "day", "--save-counts", str(counts))
+    counts.write_bytes(daily_counts)
     change, code, message = TAMPERING[name]
     _tamper(counts, **change)
     exit_code, stdout, stderr = run("--counts", str(counts), "--by", "day")
