@@ -15,9 +15,9 @@ from test_aggregate import GRR4, grr_reports, run_cli
 
 from designer.aggregate import sources
 from designer.aggregate.counting import count_reports
+from designer.aggregate.counts_file import read_counts
 from designer.aggregate.estimate import estimate_reports, interval_level, load_mechanism
 from designer.aggregate.filters import check_where
-from designer.aggregate.counts_file import read_counts
 
 PRIORS = {"01": [0.4, 0.3, 0.2, 0.1], "02": [0.1, 0.2, 0.3, 0.4], "03": [0.25, 0.25, 0.25, 0.25]}
 
