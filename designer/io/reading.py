@@ -139,26 +139,16 @@ def _parse_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: b
 def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exact: bool) -> tuple[np.ndarray, np.ndarray | None]:
     width = len(table[0])
     cells = [cell for row in table for cell in row]
-    if len(dict.fromkeys(cells)) == len(cells):  # every cell distinct (a tight E): no index to build
-        distinct, inverse = cells, np.arange(len(cells))
-    else:  # repeated values (GRR, block E) are read and converted once, in file order
-        position: dict[str, int] = {}
-        inverse = np.fromiter((position.setdefault(cell, len(position)) for cell in cells), dtype=np.intp,
-                              count=len(cells))
-        distinct = list(position)
+    position: dict[str, int] = {}
+    inverse = np.fromiter((position.setdefault(cell, len(position)) for cell in cells), dtype=np.intp, count=len(cells))
+    distinct = list(position)  # repeated values (GRR, block E) are read and converted once, in file order
     if exact and not (rule.integer or rule.positive):
         if rule.privacy_level:  # a plain decimal level stays text until its rational is needed
-            logs_like = [index for index, token in enumerate(distinct) if token[:4] == "log("]
-            ratios = parse_integer_log_ratios([distinct[index] for index in logs_like])
-            logs = [(index, ratio) for index, ratio in zip(logs_like, ratios) if ratio is not None]
-            if logs_like:  # a tight E: the decimal reader is not tried on its million log(p/q) tokens
-                floats = [None] * len(distinct)
-                others = [index for index, token in enumerate(distinct) if token[:4] != "log("]
-                for index, value in zip(others, plain_decimal_floats([distinct[index] for index in others])):
-                    floats[index] = value
-            else:
-                floats = plain_decimal_floats(distinct)
+            floats = plain_decimal_floats(distinct)
             parsed = [None if value is None else token for token, value in zip(distinct, floats)]
+            unread = [index for index, value in enumerate(parsed) if value is None]
+            ratios = parse_integer_log_ratios([distinct[index] for index in unread])
+            logs = [(index, ratio) for index, ratio in zip(unread, ratios) if ratio is not None]
             numerators, denominators = [ratio[0] for _, ratio in logs], [ratio[1] for _, ratio in logs]
             for (index, ratio), value in zip(logs, faithful_log_ratios(numerators, denominators)):
                 parsed[index], floats[index] = ratio, value  # log(p/q) of integers: read at once, kept as (p, q)
