@@ -234,7 +234,9 @@ def partitions_case(per_day: int, days: int) -> None:
     import pyarrow.parquet as pq
 
     from designer.aggregate.counting import count_source
-    from designer.aggregate.increments import count_increment, write_counts
+    from designer.aggregate.counts_file import read_counts, write_counts
+    from designer.aggregate.filters import parse_by
+    from designer.aggregate.increments import count_increment
     from designer.aggregate.sources import resolve_reports
 
     root = Path(tempfile.mkdtemp(prefix="bench-aggregate-partitions-", dir="/tmp"))
@@ -260,16 +262,15 @@ def partitions_case(per_day: int, days: int) -> None:
 
         earlier = resolve_reports(str(root / "r" / "day=*" / "*.parquet"))
         last = earlier.files[-1]
-        saved = count_increment(replace(earlier, files=earlier.files[:-1]), by=("day",))
+        day = parse_by("day")
+        saved = count_increment(replace(earlier, files=earlier.files[:-1]), by=day)
         counts = root / "counts.parquet"
-        write_counts(counts, saved.rows(), "y", ("day",), None,
-                     list(saved.files))
+        write_counts(counts, saved.rows(), "y", day, None, list(saved.files))
         fresh_source = resolve_reports(last)
 
-        def increment():
-            merged = count_increment(earlier, by=("day",), counts=counts)
-            write_counts(root / "merged.parquet", merged.rows(), "y",
-                         ("day",), None, list(merged.files))
+        def increment():  # read and check the saved counts, plan by content, count the new day, write
+            merged = count_increment(earlier, saved=read_counts(counts, "y"))
+            write_counts(root / "merged.parquet", merged.rows(), "y", day, None, list(merged.files))
             return merged
 
         fresh_seconds, fresh = timed(lambda: count_source(fresh_source, by=("day",)), 5)

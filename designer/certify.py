@@ -309,16 +309,17 @@ def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
     rows, others = np.nonzero((status == UNDECIDED) | (status == VIOLATED))
     if len(rows):
         candidates = find_candidates(logs, screen, rows, others)
-        pair_levels = epsilon.exact_levels(rows, others)
-        signs = exact_signs(candidates, pair_levels)
+        signs = exact_signs(candidates, epsilon.exact_exp_ratios(rows, others),
+                            lambda pair: epsilon.exact_levels(rows[pair:pair + 1], others[pair:pair + 1])[0])
         if np.any(signs[status[rows, others] == VIOLATED] >= 0):
             raise ArithmeticError("the float filter was contradicted by exact arithmetic")
         tied = signs == 0
         tight[rows[tied], others[tied]] = allowed[rows[tied], others[tied]]
         gaps[rows[tied], others[tied]] = 0.0
         exact_gaps: dict[tuple, float] = {}  # many pairs share a ratio and a level: integer keys hash fast
-        for pair in np.flatnonzero(signs < 0).tolist():
-            x, x_prime, level = int(rows[pair]), int(others[pair]), pair_levels[pair]
+        negative = np.flatnonzero(signs < 0)  # the levels of the few violated pairs are built
+        for pair, level in zip(negative.tolist(), epsilon.exact_levels(rows[negative], others[negative])):
+            x, x_prime = int(rows[pair]), int(others[pair])
             ratio, y = candidates.best(pair)
             log_ratio = log_fraction(ratio)
             gap = allowed[x, x_prime] - log_ratio
@@ -332,14 +333,14 @@ def _certify_exact(channel: Channel, epsilon: PrivacyMatrix) -> Certificate:
             )
         # the margin needs the exact positive gaps only when nothing is tied or violated
         exact_positive = not found and not tied.any() and not np.any(status == VIOLATED)
-        for pair in np.flatnonzero(signs > 0).tolist():
-            x, x_prime = int(rows[pair]), int(others[pair])
-            if not exact_positive:
-                gaps[x, x_prime] = math.inf  # above the (tied or negative) minimum
-                continue
+        positive = np.flatnonzero(signs > 0)
+        if not exact_positive:
+            gaps[rows[positive], others[positive]] = math.inf  # above the (tied or negative) minimum
+            positive = positive[:0]
+        for pair, level in zip(positive.tolist(), epsilon.exact_levels(rows[positive], others[positive])):
             best = candidates.best(pair)
             ratio = best[0] if best is not None and best[0] > 1 else Fraction(1)
-            gaps[x, x_prime] = pair_levels[pair].gap(ratio)
+            gaps[int(rows[pair]), int(others[pair])] = level.gap(ratio)
     violations = [found[pair] for pair in sorted(found)]
     return Certificate(
         verdict="violated" if violations else "certified",

@@ -35,8 +35,10 @@ if TYPE_CHECKING:  # python-flint is imported where exact mode needs it (fast st
 _LOG_PATTERN = re.compile(r"^\s*(?:log|ln)\s*\(\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
 INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
 _MAX_PRECISION = 1 << 16
-#: Bits of the Arb balls behind float logs (their radii are then negligible).
+#: Bits of the Arb balls behind float logs of integers (their radii are then negligible).
 _LOG_BITS = 128
+#: Bits of the first Arb pass of :func:`faithful_log_ratios` (radii checked; a wide ball is refined).
+_FAST_LOG_BITS = 80
 _SMALLEST_FLOAT = 5e-324
 #: Most digits :func:`separating_decimals` prints before switching to ``level + difference``.
 SEPARATING_DIGITS = 40
@@ -184,28 +186,35 @@ def plain_decimal_floats(tokens: list[str]) -> list[float | None]:
 _LOG_OF_INTEGERS = re.compile(r"log\((\d+)(?:/(\d+))?\)", re.ASCII)
 
 
-def parse_integer_log_levels(tokens: list[str]) -> list["ExactEpsilon | None"]:
-    """``log(p/q)`` levels with integer ``p >= q > 0`` read in one pass; None for any other token.
+def parse_integer_log_ratios(tokens: list[str]) -> list[tuple[int, int] | None]:
+    """``log(p/q)`` levels with integer ``p >= q > 0`` read in one pass, as coprime ``(p, q)``; None for other tokens.
 
     The fast path of :meth:`ExactEpsilon.parse` for an E whose every entry is the
-    log of a ratio of integers (a tight E): no decimal grammar, one gcd per token.
-    A token it leaves (a ratio below 1, a zero denominator, decimals, spaces, ``ln``)
-    goes to :meth:`ExactEpsilon.parse`, which also words any error.
+    log of a ratio of integers (a tight E): no decimal grammar, one gcd per token, and
+    no rational or level object (a million of them cost more than the reading;
+    :func:`ratio_level` makes one when a level is needed). A token it leaves (a ratio
+    below 1, a zero denominator, decimals, spaces, ``ln``) goes to
+    :meth:`ExactEpsilon.parse`, which also words any error.
     """
-    match, gcd, make = _LOG_OF_INTEGERS.fullmatch, math.gcd, _coprime_fraction
-    levels: list[ExactEpsilon | None] = []
+    match, gcd = _LOG_OF_INTEGERS.fullmatch, math.gcd
+    ratios: list[tuple[int, int] | None] = []
     for token in tokens:
         found = match(token) if len(token) <= _INT_CHUNK_DIGITS else None
         if found is None:
-            levels.append(None)
+            ratios.append(None)
             continue
         numerator, denominator = int(found.group(1)), int(found.group(2) or 1)
         if denominator == 0 or numerator < denominator:
-            levels.append(None)
+            ratios.append(None)
             continue
         common = gcd(numerator, denominator)
-        levels.append(ExactEpsilon(exp_value=make(numerator // common, denominator // common)))
-    return levels
+        ratios.append((numerator // common, denominator // common))
+    return ratios
+
+
+def ratio_level(ratio: tuple[int, int]) -> "ExactEpsilon":
+    """The level ``log(p/q)`` of a coprime pair ``(p, q)`` of :func:`parse_integer_log_ratios`."""
+    return ExactEpsilon(exp_value=_coprime_fraction(*ratio))
 
 
 #: 10**0 .. 10**63, the denominators of ordinary decimals.
@@ -436,24 +445,58 @@ def _nonzero_ball(ball: Callable[[], "flint.arb"], operand_bits: int) -> "flint.
 
 @lru_cache(maxsize=4096)
 def _faithful_log(value: Fraction) -> float:
-    """``log(value)`` of a rational ``value > 0``, rounded from a 128-bit Arb ball (faithful)."""
-    return faithful_logs([value])[0]
+    """``log(value)`` of a rational ``value > 0``, faithfully rounded (:func:`faithful_log_ratios`)."""
+    return faithful_log_ratios([value.numerator], [value.denominator])[0]
 
 
 def faithful_logs(values: list[Fraction]) -> list[float]:
-    """:func:`_faithful_log` of many rationals at once (one precision switch, no cache: a tight E
-    has a distinct level per pair)."""
-    if not values:
+    """:func:`_faithful_log` of many rationals at once (no cache: a tight E has a distinct level per pair)."""
+    return faithful_log_ratios([value.numerator for value in values], [value.denominator for value in values])
+
+
+def faithful_log_ratios(numerators: Sequence[int], denominators: Sequence[int]) -> list[float]:
+    """Faithful floats of ``log(p / q)`` for positive integers ``p, q``: each within one unit in the last place.
+
+    Each log is an Arb ball, first at :data:`_FAST_LOG_BITS` bits; its midpoint ``m`` rounded to
+    the nearest double is ``f``, with ``|f - m| <= ulp(f) / 2`` (and at most ``ulp(f) / 4`` when
+    ``m < f`` lies in the binade below). A ball whose radius ``r`` exceeds ``ulp(f) / 4`` (``log``
+    near 0, huge integers) is recomputed at doubled precision until it does not; then the exact
+    log is within ``ulp(f) / 2`` of ``f`` on the side of the larger spacing and within a quarter
+    ulp below a power of two, so ``f`` is one of the two doubles around it.
+    """
+    if not numerators:
         return []  # python-flint is imported only when needed (fast start)
-    with arb_precision(_LOG_BITS) as flint:
-        arb, fmpq = flint.arb, flint.fmpq
-        return [float(arb(fmpq(value.numerator, value.denominator)).log().mid()) for value in values]
+    with arb_precision(_FAST_LOG_BITS) as flint:
+        arb = flint.arb
+        balls = [(arb(numerator) / denominator).log() for numerator, denominator in zip(numerators, denominators)]
+        logs = np.array([float(ball.mid()) for ball in balls])
+        radii = np.array([float(ball.rad()) for ball in balls])
+    # float(rad) may round down: four times a radius enlarged by 2^-50 against one ulp (no underflow)
+    wide = np.flatnonzero(4 * (1 + 2.0**-50) * radii > np.spacing(np.abs(logs)))
+    for index in wide.tolist():
+        logs[index] = _refined_log(int(numerators[index]), int(denominators[index]))
+    return logs.tolist()
 
 
-def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
+def _refined_log(numerator: int, denominator: int) -> float:
+    """``log(numerator / denominator)`` at doubling precision until the ball gives a faithful double."""
+    precision = 2 * _FAST_LOG_BITS
+    limit = max(_MAX_PRECISION, 4 * (numerator.bit_length() + denominator.bit_length()) + 1024)
+    while True:
+        with arb_precision(precision) as flint:
+            ball = (flint.arb(numerator) / denominator).log()
+            value = float(ball.mid())
+            if 4 * (1 + 2.0**-50) * float(ball.rad()) <= math.ulp(value):
+                return value
+        if precision >= limit:
+            raise ArithmeticError(f"could not round log({numerator}/{denominator}) faithfully at {limit} bits")
+        precision = min(2 * precision, limit)
+
+
+def integer_logs(integers: Sequence[int], bits: int = _LOG_BITS) -> tuple[np.ndarray, float]:
     """Float logs of positive integers with a rigorous error bound.
 
-    Each log is an Arb ball at 128 bits (python-flint) rounded to a float, so
+    Each log is an Arb ball at ``bits`` bits (python-flint) rounded to a float, so
     its error is at most one unit in the last place of the ball's midpoint plus
     the ball's radius. The radii are bounded all at once by the radius of the
     ball sum (a sum of balls contains every sum of their points, so its radius
@@ -464,6 +507,9 @@ def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
     integers : sequence of int
         Positive integers of any size (or positive floats: each is an exact
         binary rational, and the same bound holds).
+    bits : int
+        Precision of the balls: the bound holds at any, a lower one is faster and
+        gives a larger ``radius`` (about ``len(integers) * 2**-bits * max |log|``).
 
     Returns
     -------
@@ -475,7 +521,7 @@ def integer_logs(integers: Sequence[int]) -> tuple[np.ndarray, float]:
 
     if not integers:
         return np.zeros(0), 0.0
-    with arb_precision(_LOG_BITS):
+    with arb_precision(bits):
         arb = flint.arb
         balls = [arb(value).log() for value in integers]
         total = flint.arb_poly(balls)(1)

@@ -58,6 +58,10 @@ from solvers.maxplus import ZERO_LOG, max_log_difference
 
 #: ``w`` is scaled by this factor to absorb the rounding of its own computation.
 WINDOW_SAFETY = 1.0 + 2.0**-20
+#: Precision of the Arb logs of a decimal channel's floats: the radius ``R`` it adds to every
+#: error (at most ``k m 2^-80 max|log|``, about 1e-17 at ``k = m = 1000``) is far below the
+#: ``2^-52`` each error holds anyway, and the logs take half the time of 128 bits.
+FLOAT_LOG_BITS = 80
 
 CERTIFIED, VIOLATED, UNDECIDED, SUPPORT_BREAK, UNCONSTRAINED = 0, 1, 2, 3, 4
 _ONE = Fraction(1)
@@ -138,7 +142,7 @@ def decimal_logs(floats: np.ndarray, cells: DecimalCells) -> RationalLogs:
     """
     positive = floats > 0
     distinct, inverse = np.unique(floats[positive], return_inverse=True)
-    distinct_log, radius = integer_logs(distinct.tolist())
+    distinct_log, radius = integer_logs(distinct.tolist(), FLOAT_LOG_BITS)
     values = np.full(floats.shape, ZERO_LOG)
     values[positive] = distinct_log[inverse.ravel()]
     error = np.where(positive, 2.0**-51 * np.abs(values) + radius + 2.0**-52, 0.0)
@@ -278,19 +282,18 @@ def find_candidates(logs: RationalLogs, screen: Screen, rows: np.ndarray, others
     )
 
 
-def exact_signs(candidates: Candidates, levels: list[ExactEpsilon]) -> np.ndarray:
+def exact_signs(candidates: Candidates, ratios: tuple[np.ndarray, np.ndarray, np.ndarray],
+                level: Callable[[int], ExactEpsilon]) -> np.ndarray:
     """Exact sign of ``E - max(0, max_y log(Q[x, y] / Q[x', y]))`` for each pair (finite levels).
 
-    A level with a rational ``exp`` (``log(r)``, or 0 with ``r = 1``) is compared
-    with every candidate ratio at once in integer arithmetic:
-    ``sign(r_num * bottom - top * r_den)``. Any other rational level has an
+    ``ratios``: ``exp`` of each pair's level where it is rational (``log(r)``, or 0 with
+    ``r = 1``), as :meth:`designer.spec.PrivacyMatrix.exact_exp_ratios` gives them; those are
+    compared with every candidate ratio at once in integer arithmetic:
+    ``sign(r_num * bottom - top * r_den)``. Any other level (``level(pair)``) has an
     irrational ``exp``: the pair's exact maximal ratio is compared in Arb
     (:meth:`~designer.exact.ExactEpsilon.gap`), one pair at a time.
     """
-    exps = [level.exp_value if level.exp_value is not None else (_ONE if level.value == 0 else None) for level in levels]
-    rational = np.array([value is not None for value in exps], dtype=bool)
-    numerator = _object_array([value.numerator if value is not None else 0 for value in exps], (len(exps),))
-    denominator = _object_array([value.denominator if value is not None else 1 for value in exps], (len(exps),))
+    rational, numerator, denominator = ratios
     sign = np.where(rational, numerator != denominator, 1).astype(np.int8)  # the sign of E itself
     chosen = rational[candidates.pair]
     if chosen.any():
@@ -301,7 +304,7 @@ def exact_signs(candidates: Candidates, levels: list[ExactEpsilon]) -> np.ndarra
     for pair in np.flatnonzero(~rational).tolist():
         best = candidates.best(pair)
         if best is not None and best[0] > 1:
-            gap = levels[pair].gap(best[0])
+            gap = level(pair).gap(best[0])
             sign[pair] = min(sign[pair], (gap > 0) - (gap < 0))
     return sign
 

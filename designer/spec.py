@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from designer.exact import LARGEST_LEVEL, ExactEpsilon, parse_rational
+from designer.exact import LARGEST_LEVEL, ExactEpsilon, parse_rational, ratio_level
 from solvers.maxplus import min_plus_closure, min_plus_product
 
 if TYPE_CHECKING:  # networkx is imported where a graph is needed (fast start)
@@ -42,9 +42,9 @@ class PrivacyMatrix:
     exact_epsilon : ndarray of object, shape (k, k), optional
         The exact entries when ``epsilon`` holds their floats already (as
         :func:`designer.io.read_privacy_matrix` gives them): each an
-        :class:`~designer.exact.ExactEpsilon`, or the text of a plain decimal
-        (``"0.25"``), read only when :attr:`exact_epsilon` or :meth:`exact_levels`
-        needs it. Nothing is parsed again: the floats must be ``float(level)`` of
+        :class:`~designer.exact.ExactEpsilon`, the text of a plain decimal
+        (``"0.25"``) or a coprime integer pair ``(p, q)`` for ``log(p/q)``, read only
+        when :attr:`exact_epsilon` or :meth:`exact_levels` needs it. Nothing is parsed again: the floats must be ``float(level)`` of
         the exact entries (faithful, as the exact certifier's filter assumes); only
         the float matrix is checked (square, ``>= 0``, zero diagonal).
 
@@ -116,6 +116,24 @@ class PrivacyMatrix:
         if self._exact is None:
             return [ExactEpsilon.parse(value) for value in self._epsilon[rows, columns].tolist()]
         return _levels(self._exact[rows, columns].tolist())
+
+    def exact_exp_ratios(self, rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``exp(E[rows[i], columns[i]])`` as integers where it is rational, without building the levels.
+
+        Returns ``(rational, numerators, denominators)``: a boolean array and two object arrays of
+        coprime Python integers (``1, 1`` for a level 0; ``0, 1`` where ``exp`` is irrational, a
+        non-zero rational level, or infinite). What the exact certifier compares ratios of
+        channel entries with: a tight E of a million ``log(p/q)`` levels is read as integer pairs
+        and never becomes a million level objects.
+        """
+        entries = self._epsilon[rows, columns].tolist() if self._exact is None else self._exact[rows, columns].tolist()
+        ratios = [_exp_ratio(entry) for entry in entries]
+        rational = np.fromiter((ratio is not None for ratio in ratios), dtype=bool, count=len(ratios))
+        numerators, denominators = np.zeros(len(ratios), dtype=object), np.ones(len(ratios), dtype=object)
+        chosen = np.flatnonzero(rational)
+        numerators[chosen] = [ratios[index][0] for index in chosen.tolist()]
+        denominators[chosen] = [ratios[index][1] for index in chosen.tolist()]
+        return rational, numerators, denominators
 
     @property
     def k(self) -> int:
@@ -347,8 +365,23 @@ def _sum_levels(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def _levels(entries: list) -> list[ExactEpsilon]:
-    """Exact levels from lazy entries: a plain decimal's text becomes its rational level."""
-    return [ExactEpsilon(value=parse_rational(entry)) if type(entry) is str else entry for entry in entries]
+    """Exact levels from lazy entries: a plain decimal's text becomes its rational level, a coprime
+    pair ``(p, q)`` the level ``log(p/q)``."""
+    return [ExactEpsilon(value=parse_rational(entry)) if type(entry) is str else
+            ratio_level(entry) if type(entry) is tuple else entry for entry in entries]
+
+
+def _exp_ratio(entry) -> tuple[int, int] | None:
+    """``exp`` of a lazy entry as coprime integers ``(p, q)`` when it is rational (``log(p/q)``, or 0), else None."""
+    if type(entry) is tuple:
+        return entry
+    if type(entry) is str:
+        return (1, 1) if parse_rational(entry) == 0 else None
+    if type(entry) is float:
+        return (1, 1) if entry == 0 else None
+    if entry.exp_value is not None:
+        return entry.exp_value.numerator, entry.exp_value.denominator
+    return (1, 1) if entry.value == 0 else None
 
 
 def _as_numeric(epsilon) -> np.ndarray | None:

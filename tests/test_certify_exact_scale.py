@@ -17,7 +17,7 @@ from rich.console import Console
 
 from designer import Channel, PrivacyMatrix, certify
 from designer.commands.certify import report
-from designer.exact import ExactEpsilon, integer_logs
+from designer.exact import ExactEpsilon, integer_logs, parse_integer_log_ratios, ratio_level
 from designer.exact_filter import CERTIFIED, UNDECIDED, VIOLATED, rational_logs, screen_pairs
 
 DIGITS = 120
@@ -173,7 +173,8 @@ def test_integer_logs_error_bound_holds():
     assert radius < 1e-30
 
 
-@pytest.mark.parametrize("text", ["log(3)", "log(10/7)", "log(123456789/1000)", "0.1", "1e300", "7/3"])
+@pytest.mark.parametrize("text", ["log(3)", "log(10/7)", "log(123456789/1000)", "0.1", "1e300", "7/3",
+                                  f"log({2**200 + 1}/{2**200})", f"log({10**40 + 3}/{10**40})", "log(1)"])
 def test_float_of_a_level_is_faithful(text):
     """The filter widens PrivacyMatrix.epsilon by two ulps: float(level) must be within one."""
     level = ExactEpsilon.parse(text)
@@ -182,6 +183,21 @@ def test_float_of_a_level_is_faithful(text):
     assert abs(Decimal(approximation) - exact) <= Decimal(math.ulp(approximation))
     # and PrivacyMatrix.epsilon, which the filter widens, holds exactly that float
     assert PrivacyMatrix([["0", text], [text, "0"]]).epsilon[0, 1] == approximation
+
+
+def test_integer_log_levels_read_as_pairs_equal_one_by_one():
+    """The batch reader of ``log(p/q)`` as coprime integer pairs against the grammar, token by token."""
+    tokens = ["log(3)", "log(10/7)", "log(999999999999999999/2)", f"log({10**18}/3)", f"log({2**70}/{2**69})",
+              "log(6/4)", "log(3/5)", "log(0/0)", "log(5/0)", "log(\u0663)", "log(1/\u0663)", "log(+3)", "log( 3)",
+              "ln(3)", "log(3", "log()", "log(/3)", "log(3/)", "log(1/2/3)", "0.5", "inf", "log(1.5)", "log(007/7)"]
+    ratios = parse_integer_log_ratios(tokens)
+    expected = {"log(3)": (3, 1), "log(10/7)": (10, 7), "log(999999999999999999/2)": (999999999999999999, 2),
+                f"log({10**18}/3)": (10**18, 3), f"log({2**70}/{2**69})": (2, 1), "log(6/4)": (3, 2),
+                "log(007/7)": (1, 1)}
+    assert {token: ratio for token, ratio in zip(tokens, ratios) if ratio is not None} == expected
+    for token, ratio in expected.items():
+        assert ratio_level(ratio) == ExactEpsilon.parse(token)
+        assert all(type(part) is int for part in ratio)
 
 
 def test_level_1e300_and_beyond_the_float_range():

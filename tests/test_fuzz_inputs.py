@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -75,6 +76,7 @@ SLOTS = [
     ("audit reports", ["audit", "--E", "{E}", "--reports", "FILE", "--seed", "0"], None, False),
     ("estimate mechanism", ["estimate", "--mechanism", "FILE", "--reports", "{counted}"], None, False),
     ("estimate reports", ["estimate", "--mechanism", "{package}", "--reports", "FILE"], None, False),
+    ("estimate counts", ["estimate", "--mechanism", "{package}", "--counts", "FILE"], None, False),
     ("shuffle channel", ["shuffle", "--channel", "FILE", "--n", "100", "--delta", "1e-6"], None, True),
     ("shuffle package", ["shuffle", "--package", "FILE", "--n", "100", "--delta", "1e-6"], None, False),
     ("design classes", ["design", "--classes", "FILE", "--out", "OUT"], "OUT", False),
@@ -313,3 +315,100 @@ def test_private_key_files_are_checked_as_keys(text, splice, tmp_path, good_file
         assert code == 0 and out.exists() and stderr == "", stderr
     else:
         assert code == 2 and not out.exists() and stderr.startswith(f"error: {key}") and stderr.count("\n") == 1, stderr
+
+#: Changes to a counts file of ``estimate --save-counts`` (issue 30): (name, structural?). A structural
+#: change is refused even when the forger recomputes the digest; any change is refused when the digest
+#: is left as written.
+COUNTS_CHANGES = [("count", False), ("scale", False), ("negative", True), ("duplicate", True), ("drop row", False),
+                  ("drop file", False), ("sha256", False), ("column", False), ("format", True), ("not json", True),
+                  ("null count", True), ("float counts", True)]
+
+
+@pytest.fixture(scope="module")
+def saved_counts(tmp_path_factory, good_files) -> bytes:
+    """The bytes of a counts file (2 days of reports, grouped by day)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("counts")
+    for day, reports in (("01", [0, 1, 2, 0, 1]), ("02", [2, 2, 1, 0])):
+        (folder / "r" / f"day={day}").mkdir(parents=True)
+        pq.write_table(pa.table({"y": reports}), folder / "r" / f"day={day}" / "part.parquet")
+    code, _, stderr, _ = _run(["estimate", "--mechanism", good_files["package"], "--reports", str(folder / "r"),
+                               "--by", "day", "--save-counts", str(folder / "c.parquet")])
+    assert code == 0, stderr
+    return (folder / "c.parquet").read_bytes()
+
+
+def _changed_counts(original: bytes, change: str, row: int, amount: int, recompute: bool) -> bytes:
+    """``original`` with one change applied (the digest recomputed or not)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from designer.aggregate.counts_file import METADATA_KEY, counts_digest
+
+    table = pq.read_table(pa.BufferReader(original))
+    meta = json.loads(table.schema.metadata[METADATA_KEY])
+    counts = table["count"].to_pylist()
+    row %= len(counts)
+    kind = pa.int64()
+    if change == "count":
+        counts[row] += amount
+    elif change == "scale":
+        counts = [value * (amount + 1) for value in counts]
+    elif change == "negative":
+        counts[row] = -amount
+    elif change == "null count":
+        counts[row] = None
+    elif change == "float counts":
+        counts, kind = [value + 0.5 for value in counts], pa.float64()
+    table = table.set_column(table.column_names.index("count"), "count", pa.array(counts, type=kind))
+    if change == "duplicate":
+        table = pa.concat_tables([table, table.slice(row, 1)])
+    elif change == "drop row":
+        table = pa.concat_tables([table.slice(0, row), table.slice(row + 1)])
+    elif change == "drop file":
+        meta["files"].pop(row % len(meta["files"]))
+    elif change == "sha256":
+        entry = meta["files"][row % len(meta["files"])]
+        entry["sha256"] = f"{(int(entry['sha256'], 16) + amount) % 16**64:064x}"
+    elif change == "column":
+        meta["column"] = "z"
+    elif change == "format":
+        meta["format"] = amount + 2
+    if recompute and change not in ("not json", "float counts", "null count"):
+        columns = table.to_pydict()
+        keys = list(zip(columns["group_0"]))
+        rows: dict = {}
+        for key, value, count in zip(keys, columns["value"], columns["count"]):
+            rows[(key, value)] = rows.get((key, value), 0) + count
+        meta["digest"] = counts_digest(meta, rows)
+    text = b"{not json" if change == "not json" else json.dumps(meta).encode()
+    sink = pa.BufferOutputStream()
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: text}), sink)
+    return sink.getvalue().to_pybytes()
+
+
+@settings(max_examples=20, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(change=st.sampled_from(COUNTS_CHANGES), row=st.integers(0, 50), amount=st.integers(1, 10**6),
+       recompute=st.booleans())
+def test_changed_counts_files_are_refused_in_one_line(change, row, amount, recompute, tmp_path, good_files,
+                                                      saved_counts):
+    """``--counts`` after a change: exit 1 (``rejected:``, the digest does not match) or 2 (``error:``,
+    malformed), one line naming the file, never a traceback; a structural change is refused even with the
+    digest recomputed. (A forger who recomputes the digest of a well-formed change is caught only by
+    ``--public-key``: tests/test_aggregate_increments.py.)"""
+    name, structural = change
+    path = tmp_path / "changed.parquet"
+    path.write_bytes(_changed_counts(saved_counts, name, row, amount, recompute))
+    code, stdout, stderr, caught = _run(["estimate", "--mechanism", good_files["package"], "--counts", str(path),
+                                         "--by", "day"])
+    assert not caught and "Traceback" not in stderr + stdout
+    if recompute and not structural:
+        assert code in (0, 1, 2), stderr
+        return
+    assert code in (1, 2) and stdout == "", f"{name}: exit {code}"
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rejected: " if code == 1 else "error: ") and str(path) in lines[0]
+    if structural:
+        assert code == 2, lines[0]

@@ -55,12 +55,14 @@ def test_first_line_answers_the_fallback_for_blank_text():
 def test_unreadable_counts_file_with_an_empty_message(monkeypatch, capsys, tmp_path):
     import pyarrow.parquet
 
+    from designer.aggregate.counts_file import write_counts
+
     def refuse(*args, **kwargs):
         raise OSError()
 
-    monkeypatch.setattr(pyarrow.parquet, "read_table", refuse)
     counts = tmp_path / "c.parquet"
-    counts.write_bytes(b"x")
+    write_counts(counts, {((), "0"): 1}, "y", (), None, [])  # a counts file whose rows then cannot be read
+    monkeypatch.setattr(pyarrow.parquet, "read_table", refuse)
     result = run_main(monkeypatch, capsys, "estimate", "--mechanism", GRR4, "--counts", counts)
     assert_one_line_error(*result, f"--counts {counts}: cannot read it (OSError)")
 

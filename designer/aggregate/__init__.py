@@ -5,7 +5,9 @@
 * :mod:`designer.aggregate.filters` — ``--where`` checked by DuckDB's parser, identifiers quoted;
 * :mod:`designer.aggregate.counting` — one grouped count per distinct report value (and ``--by``
   group) with DuckDB (embedded, default) or on a Dask cluster (batches, tree reduction);
-* :mod:`designer.aggregate.increments` — saved counts with a manifest of the counted files;
+* :mod:`designer.aggregate.increments` — count each report file once, by content (a manifest), under a lock;
+* :mod:`designer.aggregate.counts_file` — the saved counts: digest, signature, plain tables of other engines;
+* :mod:`designer.aggregate.rollup` — saved counts regrouped and filtered on their group columns;
 * :mod:`designer.aggregate.estimate` — the mechanism (channel CSV or deploy package),
   the counts mapped onto its output alphabet (reports outside it counted, never
   dropped silently), and the estimators of :mod:`designer.estimation` with

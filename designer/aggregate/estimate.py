@@ -68,6 +68,8 @@ if TYPE_CHECKING:
 
 #: Distinct outside-alphabet values listed in a report (the total is always given).
 LISTED_OUTSIDE = 20
+#: Outside values named in the one-line error when no report is in the alphabet.
+LISTED_EXAMPLES = 5
 #: Largest structured package (k x m channel entries, never materialised) for ``--estimator mle``.
 MAX_MLE_ENTRIES = 4_000_000
 #: Bootstrap resamples of the EM interval.
@@ -360,8 +362,10 @@ def estimate_reports(mechanism: ReportMechanism, values: list, counts: list[int]
     inside, outside = alphabet_counts(values, counts, mechanism.output_labels)
     n = int(inside.sum())
     if n == 0:
+        examples = ", ".join(f"{value!r} ({count})" for value, count in
+                             sorted(outside.items(), key=lambda item: -item[1])[:LISTED_EXAMPLES])
         raise ValueError(f"no report is in the mechanism's output alphabet ({_alphabet(mechanism)}); "
-                         f"{sum(outside.values())} reports outside it")
+                         f"{sum(outside.values())} reports outside it, {len(outside)} distinct values, e.g. {examples}")
     if estimator == "unbiased":
         if mechanism.structured is None:
             estimate, errors = unbiased_interval(inside, mechanism.matrix)
@@ -452,4 +456,6 @@ def _text(value) -> str:
 
 def _alphabet(mechanism: ReportMechanism) -> str:
     labels = mechanism.output_labels
-    return ", ".join(labels[:5]) + (", ..." if len(labels) > 5 else "")
+    shown = ", ".join(repr(label) for label in labels[:LISTED_EXAMPLES])
+    shown += ", ..." if len(labels) > LISTED_EXAMPLES else ""
+    return f"{len(labels)} outputs labelled as text: {shown}"

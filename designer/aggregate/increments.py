@@ -1,168 +1,301 @@
-"""Saved counts and the manifest of counted files: count each report file once.
+"""Increments: count each report file once, whatever path reaches it.
 
-``--save-counts counts.parquet`` writes the grouped counts (one row per group and distinct
-report value) together with a manifest, in the Parquet file's metadata, of every file
-counted: absolute path, size, modification time (ns) and SHA-256. ``--counts
-counts.parquet`` reads them back and counts only the files the manifest does not hold;
-the estimate is made from the sum (a count is additive, so saved counts + new files equal a
-full recount exactly).
+A report file is identified by its **content**: the SHA-256 and size of its bytes, plus the Hive
+partition segments of the path it is read through (``day=01/``: DuckDB reads them as columns, so
+they are part of its reports). The same file reached through a symbolic link, a hard link, a
+copied or moved folder, or renamed (log rotation) is the same file; it is counted once, and the
+others are listed as skipped (:attr:`~designer.aggregate.counting.ReportCounts.same_content`).
 
-A file already in the manifest is:
+``--save-counts`` writes, with the counts (:mod:`designer.aggregate.counts_file`), the
+**manifest**: one entry per counted content, ``{sha256, size, partitions, paths}``, ``paths``
+mapping each real path (links resolved) where it was seen to its modification time (ns).
+``--counts`` reads them back, and a listed file is
 
-* skipped without reading when its size and modification time are unchanged (as make and
-  rsync decide);
-* skipped after hashing when they changed but the SHA-256 did not (touched, copied back);
-* **refused** (one-line error) when its content changed: its old reports are inside the
-  saved counts and cannot be taken out, so the only correct answer is a full recount without
-  ``--counts``. Files in the manifest that are gone from disk stay counted.
+* skipped without reading when its real path is in the manifest with the same size and time
+  (as make and rsync decide);
+* otherwise hashed (before the count only when its size matches a counted file, or its size and
+  its first and last 64 KiB match another listed file; any other file is new, and is hashed while
+  it is counted) and skipped when
+  its content was counted (touched, copied, moved, renamed, linked);
+* **refused** (one line) when it sits at a path whose counted content is now nowhere in the
+  listing (changed in place, or appended to): its old reports are inside the saved counts and
+  cannot be taken out, so the only correct answer is a full recount. When the old content is
+  still listed under another name (rotation: ``app.csv`` renamed ``app.1.csv``, a new ``app.csv``
+  written), the path simply holds a new file.
 
-The counts are tied to what they counted: the report column, the ``--by`` columns and the
-``--where`` expression are stored, and merging with different ones is refused.
+Files in the manifest that are gone from disk stay counted. A plain count (no ``--counts``, no
+``--save-counts``) skips copies in the same way, hashing only files of equal sizes and ends.
+
+**Concurrent writers**: a run with ``--save-counts FILE`` holds an exclusive lock
+(``fcntl.flock`` on ``.FILE.lock`` next to it, left in place) from reading ``--counts`` to
+renaming the new counts into place, so two runs onto one counts file take turns and neither
+increment is lost. The lock is advisory and local: every writer must be ldp-designer, on a file
+system where ``flock`` works between the writers (local disks; not every network file system).
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from designer.errors import one_line
 from designer.io.text import file_sha256
 
-#: Key of the counts' description in the Parquet metadata.
-METADATA_KEY = b"ldp-designer-counts"
-#: Version of the counts file layout.
-FORMAT = 1
+#: Bytes read at each end of equal-size files to tell them apart before hashing them whole.
+ENDS = 1 << 16
 
 
-@dataclass(frozen=True)
-class SavedCounts:
-    """Counts read from ``--counts``: what they counted and the rows ``{(key, value): count}``."""
+@dataclass
+class Plan:
+    """What a run counts: ``todo`` (new content), ``hash_later`` (of those, the ones hashed while
+    counted), the manifest ``entries`` by identity, and ``same_content`` ``(path, counted path)``."""
 
-    column: str
-    by: tuple[str, ...]
-    where: str | None
-    files: dict[str, dict]
-    rows: dict
-
-
-def file_entry(path: str) -> dict:
-    """The manifest entry of a local file: absolute path, size, mtime (ns), SHA-256."""
-    status = os.stat(path)
-    return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns,
-            "sha256": file_sha256(path)}
+    todo: list[str] = field(default_factory=list)
+    hash_later: list[str] = field(default_factory=list)
+    entries: dict = field(default_factory=dict)
+    same_content: list[tuple[str, str]] = field(default_factory=list)
 
 
-def new_files(files, counted: dict[str, dict]) -> list[str]:
-    """The files not yet counted (module docstring for the rules).
+def partition_segments(path: str) -> str:
+    """The Hive partition segments (``key=value``) of a path's folders, joined by ``/``."""
+    return "/".join(part for part in path.replace("\\", "/").split("/")[:-1] if "=" in part)
+
+
+def identity(entry: dict) -> tuple[str, int, str]:
+    """A manifest entry's identity: SHA-256, size, partition segments."""
+    return entry["sha256"], entry["size"], entry["partitions"]
+
+
+def plan_increment(files, manifest: tuple[dict, ...] = (), hash_all: bool = True) -> Plan:
+    """Which of ``files`` to count, given the ``manifest`` of counted files (module docstring).
+
+    ``hash_all=False`` (a plain count, nothing saved): files of a size no other file has are
+    neither hashed nor entered. Raises ``ValueError`` (one line) for a counted path whose content
+    changed and is nowhere else in the listing.
+    """
+    plan = Plan(entries={identity(entry): {**entry, "paths": dict(entry["paths"])} for entry in manifest})
+    at_path = {path: key for key, entry in plan.entries.items() for path in entry["paths"]}
+    listed = _distinct_files(files, plan)
+    present: set = set()
+    rest = []
+    for path, real, status in listed:
+        key = at_path.get(real)
+        if key is not None and plan.entries[key]["paths"][real] == status.st_mtime_ns and key[1] == status.st_size:
+            present.add(key)  # unchanged since counted: not read
+        else:
+            rest.append((path, real, status))
+    counted_sizes = {key[1] for key in plan.entries}
+    sizes = Counter(status.st_size for _, _, status in rest)
+    alike = [item for item in rest if item[2].st_size not in counted_sizes and sizes[item[2].st_size] > 1]
+    with ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
+        ends = dict(zip((item[1] for item in alike), pool.map(_ends_digest, [item[1] for item in alike])))
+    twins = Counter((item[2].st_size, ends[item[1]]) for item in alike)
+    collide = [item for item in rest if item[2].st_size in counted_sizes or
+               (item[1] in ends and twins[item[2].st_size, ends[item[1]]] > 1)]
+    hashed_now = {item[1] for item in collide}
+    unique = [item for item in rest if item[1] not in hashed_now]
+    with ThreadPoolExecutor(2) as pool:
+        digests = list(pool.map(file_sha256, [real for _, real, _ in collide]))
+    keys = [(digest, status.st_size, partition_segments(path)) for digest, (path, _, status) in zip(digests, collide)]
+    present.update(keys)
+    for (path, real, status), key in zip(collide, keys):
+        _check_unchanged(real, status, at_path.get(real), key, present)
+        entry = plan.entries.get(key)
+        if entry is None:
+            plan.entries[key] = {"sha256": key[0], "size": key[1], "partitions": key[2],
+                                 "paths": {real: status.st_mtime_ns}}
+            plan.todo.append(path)
+            continue
+        if real not in entry["paths"]:
+            plan.same_content.append((path, next(iter(entry["paths"]))))
+        entry["paths"][real] = status.st_mtime_ns
+    for path, real, status in unique:  # no counted file has its size, no listed file its size and ends: new content
+        _check_unchanged(real, status, at_path.get(real), None, present)
+        plan.todo.append(path)
+        if hash_all:
+            plan.hash_later.append(path)
+    return plan
+
+
+def _ends_digest(path: str) -> str:
+    """SHA-256 of a file's first and last :data:`ENDS` bytes: files of one size that differ there differ."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        digest.update(handle.read(ENDS))
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - ENDS))
+        digest.update(handle.read(ENDS))
+    return digest.hexdigest()
+
+
+def _check_unchanged(real: str, status: os.stat_result, before: tuple | None, key: tuple | None, present: set) -> None:
+    """Refuse a counted path whose content changed (``key``, None: unknown) when the counted
+    content ``before`` is nowhere in the listing (``present``): changed in place, not rotated."""
+    if before is None or before == key or before in present:
+        return
+    raise ValueError(f"--counts: {real} changed since it was counted (size {before[1]} -> {status.st_size} bytes, "
+                     "new SHA-256), and its counted content is nowhere else in --reports; its old reports are in the "
+                     "saved counts and cannot be removed: recount every file without --counts")
+
+
+def _distinct_files(files, plan: Plan) -> list[tuple[str, str, os.stat_result]]:
+    """``(path, real path, stat)`` of the files, one per inode (a link and its target are one file).
+
+    Of several paths to one inode the one with the most partition segments is kept (it carries
+    the most columns), the others go to ``plan.same_content``.
+    """
+    by_inode: dict[tuple[int, int], list[tuple[str, str, os.stat_result]]] = {}
+    for path in files:
+        real = os.path.realpath(path)
+        try:
+            status = os.stat(real)
+        except OSError as error:
+            raise ValueError(f"--reports: cannot read {path} ({error.strerror or error})") from None
+        by_inode.setdefault((status.st_dev, status.st_ino), []).append((path, real, status))
+    distinct = []
+    for paths in by_inode.values():
+        paths.sort(key=lambda item: (-partition_segments(item[0]).count("=") - (item[0] == item[1]), item[0]))
+        distinct.append(paths[0])
+        plan.same_content.extend((path, paths[0][0]) for path, _, _ in paths[1:])
+    return sorted(distinct, key=lambda item: item[0])
+
+
+def entry_of(path: str) -> tuple[tuple, dict]:
+    """The identity and manifest entry of a file (hashed now)."""
+    real = os.path.realpath(path)
+    status = os.stat(real)
+    entry = {"sha256": file_sha256(real), "size": status.st_size, "partitions": partition_segments(path),
+             "paths": {real: status.st_mtime_ns}}
+    return identity(entry), entry
+
+
+def count_increment(source, column: str = "y", scheduler: str | None = None, by=(), where: str | None = None,
+                    saved=None, manifest: bool = True):
+    """Saved counts (``saved``, a :class:`~designer.aggregate.counts_file.SavedCounts`) plus a count of
+    ``source``'s files whose content they do not hold.
+
+    ``source``: a :class:`designer.aggregate.sources.ReportSource`, or None to use the saved counts
+    alone. With ``saved``, the new files are counted with the saved groups and filter (so that the
+    sum can be saved again; :mod:`designer.aggregate.rollup` regroups it for the estimate). Returns
+    a :class:`designer.aggregate.counting.ReportCounts` whose ``files`` is the manifest of
+    everything now counted (empty when ``manifest`` is False: then new files are hashed only to
+    tell copies apart, and no manifest is built).
 
     Raises
     ------
     ValueError
-        A counted file whose content changed (one line naming it).
+        One line: remote reports with a manifest, a plain table with ``--reports``, a counted file
+        that changed (:func:`plan_increment`).
     """
-    todo = []
-    for path in files:
-        absolute = os.path.abspath(path)
-        before = counted.get(absolute)
-        if before is None:
-            todo.append(path)
-            continue
-        status = os.stat(path)
-        if (status.st_size, status.st_mtime_ns) == (before["size"], before["mtime_ns"]):
-            continue
-        if file_sha256(path) != before["sha256"]:
-            raise ValueError(f"--counts: {absolute} changed since it was counted (size {before['size']} -> "
-                             f"{status.st_size} bytes, new SHA-256); its old reports are in the saved counts and "
-                             "cannot be removed: recount every file without --counts")
-    return todo
+    from designer.aggregate.counting import ReportCounts, count_source, merge_counts, unpack
+
+    if saved is not None:
+        by, where = saved.by, saved.where
+    before = saved.rows if saved else {}
+    if source is None:
+        return ReportCounts(tuple(group.name for group in by), *unpack(before), "saved counts", 0.0,
+                            saved.files or () if saved else ())
+    if saved is not None and saved.files is None:
+        raise ValueError(f"--counts {saved.path}: a plain count table has no manifest of the files it counted, so "
+                         "adding --reports could count some twice; estimate from it alone, or count every report "
+                         "file with --save-counts")
+    keep = manifest or saved is not None  # a manifest is read or written: local files only
+    if source.access is not None:
+        if keep:
+            raise ValueError(f"--reports {source.spec}: --counts and --save-counts need local report files "
+                             "(the manifest records each file's size, time and SHA-256)")
+        return count_source(source, column, scheduler, by, where)
+    plan = plan_increment(source.files, saved.files if saved else (), hash_all=manifest)
+    with ThreadPoolExecutor(1) as pool:  # hashing (GIL released) overlaps the count
+        hashed = pool.map(entry_of, plan.hash_later)
+        fresh = count_source(source, column, scheduler, by, where, files=tuple(plan.todo))
+        plan.entries.update(hashed)
+    rows = merge_counts([before, fresh.rows()])
+    keys, values, totals = unpack(rows)
+    files = tuple(plan.entries.values()) if manifest else ()
+    return replace(fresh, keys=keys, values=values, counts=totals, files=files, same_content=tuple(plan.same_content))
 
 
 def check_counts_outside(files, paths) -> None:
     """Refuse a counts file that is also one of the report ``files`` (the next run would count it as reports)."""
-    counted = {os.path.abspath(file) for file in files}
+    counted = {os.path.realpath(file) for file in files}
     for path in paths:
-        if path is not None and os.path.abspath(path) in counted:
+        if path is not None and os.path.realpath(path) in counted:
             raise ValueError(f"{path}: this counts file is among the --reports files; keep it outside them "
                              "(e.g. next to the reports folder, or use a glob that does not match it)")
 
 
-def read_counts(path: str | Path, column: str, by: tuple[str, ...], where: str | None) -> SavedCounts:
-    """Counts saved by :func:`write_counts`, checked against this run's column, ``by`` and ``where``.
+@contextmanager
+def counts_lock(path: str | Path | None, waiting: Callable[[str], None] | None = None):
+    """Hold the exclusive lock of the counts file ``path`` (module docstring); nothing when ``path`` is None.
+
+    ``waiting`` is called with a line when another run holds the lock (before blocking on it).
+    """
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    real = Path(os.path.realpath(path))
+    lock = real.with_name(f".{real.name}.lock")
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise ValueError(f"--save-counts {path}: cannot create its lock file {lock} "
+                         f"({error.strerror or error})") from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting(f"waiting for another run writing {path} (lock {lock})")
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def gather_counts(source, column: str, scheduler: str | None, by, where: str | None, counts: str | Path | None = None,
+                  save: str | Path | None = None, private_key=None, public_key: bytes | None = None,
+                  waiting: Callable[[str], None] | None = None):
+    """The counts an estimate uses: saved ``counts`` (checked) plus the new files of ``source``,
+    saved to ``save`` (signed with ``private_key``) under its lock, then rolled up to ``by`` and ``where``.
+
+    ``by``: :class:`~designer.aggregate.filters.GroupColumn` groups; ``where``: the ``--where`` text. Returns
+    ``(counts, saved)``: the :class:`~designer.aggregate.counting.ReportCounts` to estimate from and
+    the :class:`~designer.aggregate.counts_file.SavedCounts` read (None without ``counts``). A roll-up
+    that cannot bind, or a filter that drops the saved one, is refused before anything is counted.
 
     Raises
     ------
     ValueError
-        One line: unreadable file, not a counts file, or counted with another column/by/where.
+        One line (bad input); :class:`~designer.aggregate.counts_file.CountsTampered` for a digest
+        or signature that does not match.
     """
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"--counts {path}: cannot read it ({one_line(error)})") from None
-    metadata = (table.schema.metadata or {}).get(METADATA_KEY)
-    if metadata is None:
-        raise ValueError(f"--counts {path}: not a counts file of ldp-designer estimate --save-counts")
-    description = json.loads(metadata)
-    saved = (description["column"], tuple(description["by"]), description["where"])
-    if saved != (column, tuple(by), where):
-        raise ValueError(f"--counts {path}: counted with --column {saved[0]}, --by {','.join(saved[1]) or '(none)'}, "
-                         f"--where {saved[2] or '(none)'}; this run asks for --column {column}, "
-                         f"--by {','.join(by) or '(none)'}, --where {where or '(none)'}")
-    columns = table.to_pydict()
-    keys = list(zip(*(columns[f"key_{i}"] for i in range(len(by))))) if by else [()] * table.num_rows
-    rows = {(key, value): count for key, value, count in zip(keys, columns["value"], columns["count"])}
-    return SavedCounts(column, tuple(by), where, {entry["path"]: entry for entry in description["files"]}, rows)
-
-
-def write_counts(path: str | Path, rows: dict, column: str, by: tuple[str, ...], where: str | None,
-                 files: list[dict]) -> None:
-    """Write ``rows`` (``{(key, value): count}``) and the manifest ``files`` atomically (temp file, rename)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from designer.io.writing import write_files
-
-    columns = {f"key_{i}": [key[i] for key, _ in rows] for i in range(len(by))}
-    columns["value"] = pa.array([value for _, value in rows], type=pa.string())
-    columns["count"] = pa.array(list(rows.values()), type=pa.int64())
-    description = {"format": FORMAT, "column": column, "by": list(by), "where": where, "files": files}
-    table = pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(description).encode()})
-    write_files([(path, lambda handle: pq.write_table(table, handle.buffer))])
-
-
-def count_increment(source, column: str = "y", scheduler: str | None = None, by: tuple[str, ...] = (),
-                    where: str | None = None, counts: str | Path | None = None, manifest: bool = True):
-    """Saved ``counts`` (if given) plus a count of ``source``'s files that their manifest does not hold.
-
-    ``source``: a :class:`designer.aggregate.sources.ReportSource`, or None to estimate from the saved
-    counts alone. Returns a :class:`designer.aggregate.counting.ReportCounts` whose ``files`` is the
-    manifest of everything now counted (``manifest = False`` and no ``counts``: a plain count,
-    nothing hashed).
-    """
-    from dataclasses import replace
-
-    from designer.aggregate.counting import ReportCounts, count_source, merge_counts, unpack
+    from designer.aggregate.counts_file import read_counts, write_counts
     from designer.aggregate.filters import check_where
+    from designer.aggregate.rollup import extra_filter, roll_up
 
-    if source is not None and counts is None and not manifest:
-        return count_source(source, column, scheduler, by, where)
-    if source is not None and source.access is not None:
-        raise ValueError(f"--reports {source.spec}: --counts and --save-counts need local report files "
-                         "(the manifest records each file's size, time and SHA-256)")
-    saved = read_counts(counts, column, by, check_where(where) if where else None) if counts is not None else None
-    before = saved.rows if saved else {}
-    manifest_before = saved.files if saved else {}
-    if source is None:
-        return ReportCounts(tuple(by), *unpack(before), "saved counts", 0.0, tuple(manifest_before.values()))
-    todo = new_files(source.files, manifest_before)
-    with ThreadPoolExecutor(1) as pool:  # hashing (GIL released) overlaps the count
-        entries = pool.map(file_entry, todo)
-        fresh = count_source(source, column, scheduler, by, where, files=tuple(todo))
-        entries = list(entries)
-    rows = merge_counts([before, fresh.rows()])
-    keys, values, totals = unpack(rows)
-    return replace(fresh, keys=keys, values=values, counts=totals, files=(*manifest_before.values(), *entries))
+    where_sql = check_where(where) if where else None
+    with counts_lock(save, waiting):
+        saved = read_counts(counts, column, public_key) if counts is not None else None
+        if saved is None:
+            counted = count_increment(source, column, scheduler, by, where, None, manifest=save is not None)
+            if save is not None:
+                write_counts(save, counted.rows(), column, by, where_sql, list(counted.files), private_key)
+            return counted, None
+        if save is not None and saved.files is None:
+            raise ValueError(f"--counts {counts}: a plain count table has no manifest of the files it counted, so "
+                             "saving it as ldp-designer counts would let a later run count them twice")
+        extra = extra_filter(saved.where, where_sql)
+        alone = count_increment(None, column, by=saved.by, saved=saved)
+        roll_up(alone, saved.by, by, extra)  # --by and --where bind over the saved groups: checked before counting
+        counted = count_increment(source, column, scheduler, saved=saved, manifest=save is not None)
+        if save is not None:
+            write_counts(save, counted.rows(), column, saved.by, saved.where, list(counted.files), private_key)
+    return roll_up(counted, saved.by, by, extra), saved

@@ -13,17 +13,24 @@ from designer.commands import guarded, print_json
 TABLE_ROWS = 50
 
 
-@guarded(reads=("--mechanism", "--reports", "--counts"), writes=("--save-counts",),
+@guarded(reads=("--mechanism", "--reports", "--counts", "--sign", "--public-key"), writes=("--save-counts",),
          updates={"--save-counts": "--counts"})
 def estimate_command(
     mechanism: Path = typer.Option(..., "--mechanism", help="Channel CSV, or a package JSON from `ldp-designer package`."),
     reports: str = typer.Option(None, "--reports", help="Report file, folder (recursive), glob ('**' recurses) or URL; "
                                 "Parquet or CSV; Hive partitions (day=01/) are columns."),
     column: str = typer.Option("y", "--column", help="The column holding the reports."),
-    by: str = typer.Option(None, "--by", help="COL[,COL]: one estimate per group (one grouped count)."),
+    by: str = typer.Option(None, "--by", help="EXPR[,EXPR]: one estimate per group (one grouped count); columns or "
+                           "SQL expressions, e.g. \"day\" or \"date_trunc('hour', ts) AS hour\"."),
     where: str = typer.Option(None, "--where", help="SQL boolean expression filtering the reports, e.g. \"day >= '05'\"."),
-    counts: Path = typer.Option(None, "--counts", help="Counts saved by --save-counts: count only files not in them."),
-    save_counts: Path = typer.Option(None, "--save-counts", help="Write the counts and the manifest of counted files."),
+    counts: Path = typer.Option(None, "--counts", help="Counts saved by --save-counts (checked: digest, signature): "
+                                "count only files whose content is not in them; or a plain (group..., value, count) "
+                                "table from any engine. Rolled up to --by and --where."),
+    save_counts: Path = typer.Option(None, "--save-counts", help="Write the counts, the manifest of counted files and "
+                                     "their digest (locked against concurrent writers)."),
+    sign: Path = typer.Option(None, "--sign", help="Sign the --save-counts with this Ed25519 private key (keygen)."),
+    public_key: Path = typer.Option(None, "--public-key", help="Accept --counts only when signed by this Ed25519 "
+                                    "public key (KEY.pub)."),
     scheduler: str = typer.Option(None, "--scheduler", help="Count with Dask on this cluster (default: embedded DuckDB)."),
     estimator: str = typer.Option("unbiased", "--estimator", help="unbiased (normal CI) or mle (EM, bootstrap CI)."),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
@@ -33,23 +40,37 @@ def estimate_command(
                                       "runs one EM (no bootstrap), at any k, rank-deficient orbit packages too."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Estimate the input distribution from REPORTS; reports outside the output alphabet are counted and shown."""
+    """Estimate the input distribution from REPORTS; reports outside the output alphabet are counted and shown.
+
+    Exit 0 estimated, 1 --counts tampered (digest or signature), 2 bad input."""
     from rich.console import Console
 
-    from designer.aggregate.estimate import (accuracy_warning, check_confidence, check_estimator, estimate_groups,
-                                             load_mechanism)
+    from designer.aggregate.counting import column_type, describe_no_report
+    from designer.aggregate.counts_file import CountsTampered
+    from designer.aggregate.estimate import (
+        accuracy_warning,
+        check_confidence,
+        check_estimator,
+        estimate_groups,
+        load_mechanism,
+    )
     from designer.aggregate.filters import check_where, parse_by
-    from designer.aggregate.increments import check_counts_outside, count_increment, write_counts
+    from designer.aggregate.increments import check_counts_outside, gather_counts
     from designer.aggregate.sources import resolve_reports
+    from designer.commands.deploy import reject, signing_key
 
     if reports is None and counts is None:
         raise ValueError("--reports: give the report files, or --counts with saved counts (or both)")
     check_confidence(confidence)
     groups = parse_by(by)
-    where_sql = check_where(where) if where else None
+    if where:
+        check_where(where)  # a refused expression before any file is read
     intervals = not no_intervals
     loaded = load_mechanism(mechanism, estimator, intervals)  # an orbit package too large for EM: refused before O(m) work
     check_estimator(loaded, estimator, intervals)  # before counting: refusing after a 10^9-report count wastes it
+    private_key, trusted = signing_key(sign), _public_key(public_key)
+    if sign is not None and save_counts is None:
+        raise ValueError("--sign: it signs the --save-counts file; give --save-counts too")
     if save_counts is not None:
         from designer.io.writing import check_destinations
 
@@ -57,10 +78,15 @@ def estimate_command(
     source = resolve_reports(reports) if reports is not None else None
     if source is not None:
         check_counts_outside(source.files, (counts, save_counts))
-    counted = count_increment(source, column, scheduler, groups, where, counts, manifest=save_counts is not None)
-    if save_counts is not None:
-        write_counts(save_counts, counted.rows(), column, groups,
-                     where_sql, list(counted.files))
+    try:
+        counted, saved = gather_counts(source, column, scheduler, groups, where, counts, save_counts, private_key,
+                                       trusted, waiting=lambda line: typer.echo(f"note: {line}", err=True))
+    except CountsTampered as error:
+        reject(str(error))
+    if counted.same_content:
+        copy, original = counted.same_content[0]
+        typer.echo(f"warning: {len(counted.same_content)} report files skipped: the same content as a file counted "
+                   f"(a link, a copy or a rename), e.g. {copy} = {original}", err=True)
     # EM may run for minutes at large k: a status line on stderr (drawn on a terminal only)
     with Console(stderr=True).status("EM", spinner="dots") if estimator == "mle" else nullcontext() as status:
         result = estimate_groups(loaded, counted, estimator, confidence, simultaneous, intervals=intervals,
@@ -68,11 +94,17 @@ def estimate_command(
     extra = {"engine": counted.engine, "count_seconds": counted.seconds, "mechanism": loaded.source}
     if counted.files:
         extra["files_in_manifest"] = len(counted.files)
+    if counted.same_content:
+        extra["same_content_skipped"] = len(counted.same_content)
+    if saved is not None:
+        extra["counts_checked"] = saved.checked
     if not groups:  # ungrouped: the one estimate's fields at the top level
-        result = {key: value for key, value in result["groups"][0].items() if key != "by"} if result["groups"] else \
-            {"reports": 0, "estimate": [], "error": "no report counted"}
+        if not result["groups"]:
+            raise ValueError(describe_no_report(source, column, where))
+        result = {key: value for key, value in result["groups"][0].items() if key != "by"}
         if "error" in result:
-            raise ValueError(result["error"])
+            kind = column_type(source, column) if source is not None else "text, from the saved counts"
+            raise ValueError(f"{result['error']}; the reports are column {column} of type {kind}")
     result.update(extra)
     entries = result["groups"] if groups else [result]
     for entry in entries:
@@ -85,9 +117,18 @@ def estimate_command(
         return
     console = Console(soft_wrap=True)
     console.print(f"{counted.total} reports counted with {counted.engine} in {counted.seconds:.2f} s"
-                  + (f" in {len(result['groups'])} groups by {', '.join(groups)}" if groups else ""))
+                  + (f" in {len(result['groups'])} groups by {', '.join(counted.by)}" if groups else ""))
     for entry in entries:
         _print_group(console, entry, estimator, confidence)
+
+
+def _public_key(path: Path | None) -> bytes | None:
+    """The trusted Ed25519 public key of ``--public-key`` (read before any work)."""
+    if path is None:
+        return None
+    from designer.deploy.signing import read_public_key
+
+    return read_public_key(path)
 
 
 def _print_group(console, entry: dict, estimator: str, confidence: float) -> None:

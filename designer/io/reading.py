@@ -29,7 +29,16 @@ from pathlib import Path
 import numpy as np
 
 from designer.channel import ROW_SUM_ATOL, Channel
-from designer.exact import DecimalCells, collector_paused, faithful_logs, parse_integer_log_levels, parse_plain_decimals, plain_decimal_floats, quoted_token
+from designer.exact import (
+    DecimalCells,
+    collector_paused,
+    faithful_log_ratios,
+    parse_integer_log_ratios,
+    parse_plain_decimals,
+    plain_decimal_floats,
+    quoted_token,
+    ratio_level,
+)
 from designer.io.fast import fast_float_matrix, has_extreme_numbers
 from designer.io.labels import declared_labels
 from designer.io.numbers import (
@@ -138,10 +147,11 @@ def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exac
             floats = plain_decimal_floats(distinct)
             parsed = [None if value is None else token for token, value in zip(distinct, floats)]
             unread = [index for index, value in enumerate(parsed) if value is None]
-            levels = parse_integer_log_levels([distinct[index] for index in unread])
-            logs = [(index, level) for index, level in zip(unread, levels) if level is not None]
-            for (index, level), value in zip(logs, faithful_logs([level.exp_value for _, level in logs])):
-                parsed[index], floats[index] = level, value  # log(p/q) of integers: read at once
+            ratios = parse_integer_log_ratios([distinct[index] for index in unread])
+            logs = [(index, ratio) for index, ratio in zip(unread, ratios) if ratio is not None]
+            numerators, denominators = [ratio[0] for _, ratio in logs], [ratio[1] for _, ratio in logs]
+            for (index, ratio), value in zip(logs, faithful_log_ratios(numerators, denominators)):
+                parsed[index], floats[index] = ratio, value  # log(p/q) of integers: read at once, kept as (p, q)
         else:
             parsed, floats = parse_plain_decimals(distinct)
     else:
@@ -172,8 +182,7 @@ def _parse_all_cells(path: Path, table: Table, name: str, rule: NumberRule, exac
     values = np.array(floats, dtype=float)[inverse].reshape(shape)
     if not exact:
         return values + 0.0, None  # -0.0 is 0
-    exact_values = np.empty(len(distinct), dtype=object)
-    exact_values[:] = parsed
+    exact_values = np.fromiter(parsed, dtype=object, count=len(parsed))  # (p, q) pairs stay objects, not rows
     return values, exact_values[inverse].reshape(shape)
 
 
@@ -192,6 +201,7 @@ def read_privacy_matrix(path: str | Path, exact: bool = True) -> PrivacyMatrix:
     if diagonal.size:
         x = int(diagonal[0])
         shown = numbers.exact[x, x] if numbers.exact is not None else values[x, x]
+        shown = ratio_level(shown) if type(shown) is tuple else shown  # log(p/q) read as the pair (p, q)
         raise InputError(f"{numbers.path}: row {numbers.line(x)}, column {x + 1}: diagonal of E must be 0, got {str(shown)!r}")
     labels = numbers.labels(values.shape[0])
     return PrivacyMatrix(values, labels, name=numbers.path.name, exact_epsilon=numbers.exact)
