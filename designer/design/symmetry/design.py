@@ -315,8 +315,12 @@ def solve_orbit_lp(structure, components, orbits, sums, values) -> tuple[np.ndar
         if key not in solved:
             local = sums[np.ix_(rows, group)]
             rhs = structure.sizes[group].astype(float)
-            solution = solve_vertex_lp(local, values[rows], rhs, options=TIGHT_TOLERANCES)
-            solved[key] = (_polished(local, solution.weights, rhs), solution.duals)
+            # each orbit's column scaled to sum 1 (the LP is homogeneous in each column, mu positively
+            # homogeneous): at large epsilon x diameter the raw class sums reach e^49 and more, which
+            # HiGHS reads as infinite; the duals are unchanged, the weights scale back
+            scale = local.sum(axis=1)
+            solution = solve_vertex_lp(local / scale[:, None], values[rows] / scale, rhs, options=TIGHT_TOLERANCES)
+            solved[key] = (_polished(local / scale[:, None], solution.weights, rhs) / scale, solution.duals)
         weights[rows], duals[group] = solved[key]
     return weights, duals
 

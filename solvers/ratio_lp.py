@@ -1,0 +1,271 @@
+"""The ratio-constrained stochastic-matrix LP by columns: a proven dual bound and column generation by output.
+
+Problem (the LP of :func:`solvers.linear.solve_ratio_bounded_stochastic_lp`)
+-------------------------------------------------------------------------------
+    minimise    sum_{x, y} cost[x, y] M[x, y]
+    subject to  M >= 0,  sum_y M[x, y] = 1 for every row x,
+                every column q = M[:, y] lies in the cone  K = {q >= 0 : r_p q_b - q_a >= 0 for every pair p = (a, b)}.
+
+Only the k row sums couple the columns: this is the block-angular structure of Dantzig and Wolfe
+(Oper. Res. 8, 1960). Write ``A`` for the n x k matrix of the rows ``r_p e_b - e_a`` (``K = {q >= 0 : A q >= 0}``).
+
+Lower bound (Lagrangian duality, valid for *any* multipliers). For row multipliers ``u`` (k,) and
+pair multipliers ``pi[:, y] >= 0`` (n, per column), let ``R[:, y] = cost[:, y] - u - A^T pi[:, y]``. For
+every feasible M, ``pi . A q_y >= 0`` and the rows of M are probability vectors, so
+
+    sum cost * M  =  1 . u + sum_y R[:, y] . q_y + sum_y pi[:, y] . A q_y  >=  1 . u + sum_x min(0, min_y R[x, y]).
+
+:func:`lagrangian_lower_bound` evaluates the right side with every rounding error bounded and
+subtracted, so it is a proven lower bound in floating point; at an optimal dual pair it equals the
+optimum (LP duality). The multipliers may come from any solver, solved to any accuracy, or be stale:
+a poor pair only gives a weaker bound.
+
+Column generation by output (:func:`column_generation_by_output`). The master LP chooses
+non-negative weights of columns ``(y, v)`` (an output y and a point v of the slice
+``{v in K, 1 . v = 1}``), costing ``cost[:, y] . v``, subject to ``sum_j w_j v_j = 1`` (k rows). Its duals
+``u`` price output y through the *pricing LP* ``rho_y = min {(cost[:, y] - u) . v : v in K, 1 . v = 1}``
+(k variables, n + 1 rows): a negative ``rho_y`` gives a new column, and the pricing LP's own row duals
+are the ``pi[:, y]`` of the bound above. The k^2-variable LP is never built: the master has k rows and
+one column per generated vertex, each pricing LP k columns. Every round prices every output;
+the run stops when the bound is within ``gap_tolerance`` of the master's value, when no output
+prices out (then the bound equals the master's value up to the solvers' tolerances), or on the time budget.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+from scipy import sparse
+
+from solvers.column_generation import slice_model
+from solvers.linear import LinearProgramError
+from solvers.quiet import silent_highs
+
+#: Pricing LPs whose value is below ``-PRICING_TOLERANCE`` times the master's value (over k) add a column.
+PRICING_TOLERANCE = 1e-10
+
+
+def pair_matrix(k: int, pairs, ratios) -> sparse.csr_matrix:
+    """The n x k matrix ``A`` of the rows ``r_p e_b - e_a`` (module docstring), sparse."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    ratios = np.asarray(ratios, dtype=float).ravel()
+    n = pairs.shape[0]
+    rows = np.concatenate([np.arange(n), np.arange(n)])
+    return sparse.csr_matrix(
+        (np.concatenate([-np.ones(n), ratios]), (rows, np.concatenate([pairs[:, 0], pairs[:, 1]]))), shape=(n, k)
+    )
+
+
+def lagrangian_lower_bound(cost, row_duals, pairs, ratios, pair_duals) -> float:
+    """A proven lower bound on the LP's optimum from any multipliers (module docstring).
+
+    Parameters
+    ----------
+    cost : array_like (k, m)
+    row_duals : array_like (k,)
+        ``u``, any real vector.
+    pairs : array_like (n, 2) of int
+    ratios : array_like (n,)
+        ``r_p``; for a bound on a cone with larger ratios (an exact ``e^E`` above its float), pass
+        ratios rounded up: a larger ``r_p`` only enlarges K.
+    pair_duals : array_like (n, m)
+        ``pi``; negative entries are read as 0.
+
+    Returns
+    -------
+    float
+        ``1 . u + sum_x min(0, min_y R[x, y])``, each ``R`` lowered by a bound on its rounding error and
+        the sums rounded down, so the value is below the exact expression.
+    """
+    cost = np.asarray(cost, dtype=float)
+    u = np.asarray(row_duals, dtype=float).ravel()
+    k = cost.shape[0]
+    pi = np.maximum(np.asarray(pair_duals, dtype=float).reshape(-1, cost.shape[1]), 0.0)
+    transposed = pair_matrix(k, pairs, ratios).T.tocsr()
+    reduced = cost - u[:, None] - transposed @ pi
+    # each entry is cost - u - (a sum of at most `terms` products): its rounding error is below
+    # (terms + 3) u_mach times the sum of the magnitudes (Higham, Accuracy and Stability, Sec. 3.1)
+    terms = int(np.diff(transposed.indptr).max()) if transposed.nnz else 0
+    magnitude = np.abs(cost) + np.abs(u)[:, None] + abs(transposed) @ pi
+    reduced -= (terms + 4) * np.finfo(float).eps * magnitude
+    lowest = np.minimum(reduced.min(axis=1), 0.0)
+    total = math.fsum(u) + math.fsum(lowest)
+    # fsum is correctly rounded; the error of adding two correctly rounded sums is one more rounding
+    slack = 2 * np.finfo(float).eps * (math.fsum(np.abs(u)) + math.fsum(np.abs(lowest)))
+    return math.nextafter(total - slack, -math.inf)
+
+
+@dataclass
+class OutputColumnGeneration:
+    """Outcome of :func:`column_generation_by_output`.
+
+    ``matrix`` (k, m) is the master's solution ``M[:, y] = sum_{j owned by y} w_j v_j`` (rows sum to 1 up to
+    the master's tolerance); ``objective`` its cost; ``lower_bound`` the proven bound; ``stopped`` is
+    ``"gap"``, ``"priced out"`` or ``"time"``; ``history`` one entry per round.
+    """
+
+    matrix: np.ndarray
+    objective: float
+    lower_bound: float
+    rounds: int
+    columns: int
+    pricing_lps: int
+    seconds: float
+    stopped: str
+    history: list = field(default_factory=list)
+
+
+class _Master:
+    """``min sum_j c_j w_j  s.t.  sum_j w_j v_j = 1, w >= 0`` in HiGHS, columns added in place (warm restarts)."""
+
+    def __init__(self, k: int):
+        self.k = k
+        self.highs = silent_highs()
+        self.highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        self.highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        self.highs.addRows(k, np.ones(k), np.ones(k), 0, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32),
+                           np.zeros(0))
+        self.columns = np.zeros((0, k))
+        self.owners = np.zeros(0, dtype=np.int64)
+
+    def add(self, columns: np.ndarray, owners: np.ndarray, costs: np.ndarray) -> None:
+        n = columns.shape[0]
+        nonzero = columns != 0
+        starts = np.concatenate([[0], np.cumsum(nonzero.sum(axis=1))[:-1]]).astype(np.int32)
+        indices = np.nonzero(nonzero)[1].astype(np.int32)
+        self.highs.addCols(n, costs, np.zeros(n), np.full(n, highspy.kHighsInf), int(nonzero.sum()), starts, indices,
+                           columns[nonzero])
+        self.columns = np.vstack([self.columns, columns])
+        self.owners = np.concatenate([self.owners, owners])
+
+    def solve(self) -> tuple[float, np.ndarray, np.ndarray]:
+        self.highs.run()
+        status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise LinearProgramError(f"master LP not solved: {self.highs.modelStatusToString(status)}")
+        solution = self.highs.getSolution()
+        weights = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
+        return self.highs.getInfo().objective_function_value, np.asarray(solution.row_dual, dtype=float), weights
+
+
+class _Pricing:
+    """``min w . v`` over ``{A v >= 0, v >= 0, 1 . v = 1}`` (HiGHS simplex, warm-started between outputs)."""
+
+    def __init__(self, matrix: sparse.csr_matrix):
+        self.n, self.k = matrix.shape
+        self.highs = silent_highs()
+        self.highs.setOptionValue("solver", "simplex")
+        self.highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        self.highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        self.highs.passModel(slice_model(matrix, np.ones(self.k)))
+        self.indices = np.arange(self.k, dtype=np.int32)
+
+    def solve(self, direction: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(rho, vertex, pair duals >= 0)``."""
+        self.highs.changeColsCost(self.k, self.indices, direction)
+        self.highs.run()
+        status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            self.highs.clearSolver()  # a failed warm start: from scratch once
+            self.highs.run()
+            status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise LinearProgramError(f"pricing LP not solved: {self.highs.modelStatusToString(status)}")
+        solution = self.highs.getSolution()
+        vertex = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
+        duals = np.maximum(np.asarray(solution.row_dual, dtype=float)[: self.n], 0.0)
+        return self.highs.getInfo().objective_function_value, vertex / vertex.sum(), duals
+
+
+def column_generation_by_output(
+    cost,
+    pairs,
+    ratios,
+    initial_columns,
+    initial_owners,
+    gap_tolerance: float = 1e-7,
+    max_seconds: float = 600.0,
+    progress: Callable[[float, float, float], None] | None = None,
+    bound_ratios=None,
+) -> OutputColumnGeneration:
+    """Column generation by output for the ratio-constrained stochastic LP (module docstring).
+
+    Parameters
+    ----------
+    cost : array_like (k, m)
+    pairs, ratios : array_like (n, 2), (n,)
+        The cone ``K``.
+    initial_columns : array_like (j, k)
+        Points of ``K`` (any positive scale) whose non-negative combinations can make every row sum 1
+        (e.g. the constant vector among them).
+    initial_owners : array_like (j,) of int
+        The output each initial column serves.
+    gap_tolerance : float
+        Stop when ``(objective - lower_bound) <= gap_tolerance * |objective|``.
+    max_seconds : float
+        Wall-clock budget, checked after every pricing LP.
+    progress : callable, optional
+        ``progress(lower_bound, objective, seconds)`` after every round.
+    bound_ratios : array_like (n,), optional
+        Ratios for :func:`lagrangian_lower_bound` (default ``ratios``): pass them rounded up when the
+        ratios are floats of an exact cone.
+    """
+    start = time.perf_counter()
+    cost = np.asarray(cost, dtype=float)
+    k, m = cost.shape
+    matrix = pair_matrix(k, pairs, ratios)
+    bound_ratios = ratios if bound_ratios is None else bound_ratios
+    columns = np.asarray(initial_columns, dtype=float)
+    columns = columns / columns.sum(axis=1, keepdims=True)
+    owners = np.asarray(initial_owners, dtype=np.int64)
+    master = _Master(k)
+    master.add(columns, owners, np.einsum("jx,xj->j", columns, cost[:, owners]))
+    pricing = _Pricing(matrix)
+    pair_duals = np.zeros((matrix.shape[0], m))
+    lower, rounds, lps, history, stopped = -math.inf, 0, 0, [], "time"
+    while True:
+        rounds += 1
+        objective, u, _ = master.solve()
+        new_columns, new_owners = [], []
+        threshold = -PRICING_TOLERANCE * max(abs(objective), 1e-300) / k
+        out_of_time = False
+        for y in range(m):
+            rho, vertex, duals = pricing.solve(cost[:, y] - u)
+            lps += 1
+            pair_duals[:, y] = duals
+            if rho < threshold:
+                new_columns.append(vertex)
+                new_owners.append(y)
+            if time.perf_counter() - start > max_seconds:
+                out_of_time = True
+                break
+        lower = max(lower, lagrangian_lower_bound(cost, u, pairs, bound_ratios, pair_duals))
+        history.append({"round": rounds, "objective": objective, "lower_bound": lower, "new_columns": len(new_columns),
+                        "seconds": round(time.perf_counter() - start, 3)})
+        if progress is not None:
+            progress(lower, objective, time.perf_counter() - start)
+        if objective - lower <= gap_tolerance * abs(objective):
+            stopped = "gap"
+            break
+        if not new_columns and not out_of_time:
+            stopped = "priced out"
+            break
+        if out_of_time:
+            break
+        new_columns = np.vstack(new_columns)
+        new_owners = np.asarray(new_owners)
+        master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, cost[:, new_owners]))
+    objective, _, weights = master.solve()
+    channel = np.zeros((k, m))
+    used = weights > 0
+    np.add.at(channel.T, master.owners[used], master.columns[used] * weights[used, None])
+    return OutputColumnGeneration(
+        matrix=channel, objective=float(objective), lower_bound=float(lower), rounds=rounds,
+        columns=int(master.columns.shape[0]), pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped,
+        history=history,
+    )
