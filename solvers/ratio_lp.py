@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import highspy
@@ -192,6 +193,7 @@ def column_generation_by_output(
     max_seconds: float = 600.0,
     progress: Callable[[float, float, float], None] | None = None,
     bound_ratios=None,
+    threads: int = 1,
 ) -> OutputColumnGeneration:
     """Column generation by output for the ratio-constrained stochastic LP (module docstring).
 
@@ -214,6 +216,10 @@ def column_generation_by_output(
     bound_ratios : array_like (n,), optional
         Ratios for :func:`lagrangian_lower_bound` (default ``ratios``): pass them rounded up when the
         ratios are floats of an exact cone.
+    threads : int
+        Pricing LPs solved at once, each thread on its own HiGHS model and its own share of the
+        outputs (HiGHS releases the GIL while it solves). The bound's validity does not depend on the
+        count; the vertices found may (through the warm starts), and so may the number of rounds.
     """
     start = time.perf_counter()
     cost = np.asarray(cost, dtype=float)
@@ -225,25 +231,32 @@ def column_generation_by_output(
     owners = np.asarray(initial_owners, dtype=np.int64)
     master = _Master(k)
     master.add(columns, owners, np.einsum("jx,xj->j", columns, cost[:, owners]))
-    pricing = _Pricing(matrix)
+    pricing = [_Pricing(matrix) for _ in range(max(1, int(threads)))]
     pair_duals = np.zeros((matrix.shape[0], m))
     lower, rounds, lps, history, stopped = -math.inf, 0, 0, [], "time"
+    pool = ThreadPoolExecutor(len(pricing)) if len(pricing) > 1 else None
     while True:
         rounds += 1
         objective, u, _ = master.solve()
-        new_columns, new_owners = [], []
         threshold = -PRICING_TOLERANCE * max(abs(objective), 1e-300) / k
-        out_of_time = False
-        for y in range(m):
-            rho, vertex, duals = pricing.solve(cost[:, y] - u)
-            lps += 1
-            pair_duals[:, y] = duals
-            if rho < threshold:
-                new_columns.append(vertex)
-                new_owners.append(y)
-            if time.perf_counter() - start > max_seconds:
-                out_of_time = True
-                break
+
+        def price(worker: int) -> list:
+            """Price this worker's share of the outputs (every len(pricing)-th) until done or out of time."""
+            found = []
+            for y in range(worker, m, len(pricing)):
+                if time.perf_counter() - start > max_seconds:
+                    break
+                rho, vertex, duals = pricing[worker].solve(cost[:, y] - u)
+                pair_duals[:, y] = duals
+                found.append((y, rho, vertex))
+            return found
+
+        shares = list(pool.map(price, range(len(pricing)))) if pool is not None else [price(0)]
+        priced = sorted((item for share in shares for item in share), key=lambda item: item[0])
+        lps += len(priced)
+        out_of_time = len(priced) < m
+        new_columns = [vertex for y, rho, vertex in priced if rho < threshold]
+        new_owners = [y for y, rho, vertex in priced if rho < threshold]
         lower = max(lower, lagrangian_lower_bound(cost, u, pairs, bound_ratios, pair_duals))
         history.append({"round": rounds, "objective": objective, "lower_bound": lower, "new_columns": len(new_columns),
                         "seconds": round(time.perf_counter() - start, 3)})
@@ -260,6 +273,8 @@ def column_generation_by_output(
         new_columns = np.vstack(new_columns)
         new_owners = np.asarray(new_owners)
         master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, cost[:, new_owners]))
+    if pool is not None:
+        pool.shutdown()
     objective, _, weights = master.solve()
     channel = np.zeros((k, m))
     used = weights > 0

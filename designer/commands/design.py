@@ -41,7 +41,8 @@ def design_command(
     blocks: str = typer.Option(None, "--blocks", help="--family block: M equal blocks, or sizes 3,5,2."),
     grid: str = typer.Option(None, "--grid", help="--family metric-grid: shape, e.g. 4x4."),
     compare: bool = typer.Option(
-        False, "--compare", help="Also give the utility of the shipped mechanisms next to the optimum (class-structured E)."
+        False, "--compare", help="Also give the shipped mechanisms next to the optimum (class-structured E; "
+        "expected loss: exponential mechanism, randomised response, truncated geometric)."
     ),
     plot: Path = typer.Option(None, "--plot", help="With --compare: PNG of optimum and mechanisms over epsilon."),
     plot_eps: str = typer.Option(
@@ -70,7 +71,8 @@ def design_command(
         DEFAULT_MAX_VERTICES, "--max-vertices", help="Refuse cones with more vertices than this."
     ),
     max_seconds: float = typer.Option(
-        DEFAULT_MAX_SECONDS, "--max-seconds", help="Stop a vertex enumeration that takes longer than this."
+        DEFAULT_MAX_SECONDS, "--max-seconds", help="Budget of a vertex enumeration, of column generation and of an "
+        "expected-loss LP (which then returns its certified channel and bounds)."
     ),
     row_order: str = typer.Option(None, "--row-order", help="cdd row order (e.g. max_cutoff, lex_min)."),
     summary_file: Path = typer.Option(None, "--summary", help="Also write the JSON summary to this file."),
@@ -84,6 +86,7 @@ def design_command(
     """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
     import numpy as np
 
+    from designer.commands.design_report import bounds_progress, report_expected_loss
     from designer.cone import irrational_ratio_note
     from designer.design.expected_loss import design_expected_loss
     from designer.design.symmetry.route import design_structure
@@ -98,8 +101,8 @@ def design_command(
     given = [name for name, value in (("--E", e_file), ("--classes", classes_file), ("--family", family)) if value is not None]
     if len(given) != 1:
         fail(f"give exactly one of --E, --classes, --family (got {', '.join(given) or 'none'})")
-    if plot is not None and not compare:
-        fail("--plot draws the --compare figure: add --compare")
+    if plot is not None and (not compare or utility == "expected-loss"):
+        fail("--plot draws the --compare figure of mutual information: add --compare, not with expected-loss")
     check_destinations([path for path in (out, summary_file, package, plot) if path is not None])
     from designer.commands.deploy import signing_key
 
@@ -130,7 +133,7 @@ def design_command(
             comparison = (plot, plot_eps) if compare else None
             _design_symmetric(structure, utility, note, out, summary_file, as_json, (package, key), comparison, exact)
             return
-    if compare:
+    if compare and utility != "expected-loss":
         fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
     if isinstance(privacy, ClassStructure):
         privacy = privacy.privacy()
@@ -141,7 +144,8 @@ def design_command(
             loss = read_matrix(loss_file, "loss") if loss_file else 1.0 - np.eye(privacy.k)
             if loss.shape[0] != privacy.k:
                 fail(f"{loss_file}: the loss has {loss.shape[0]} rows but E is {privacy.k} x {privacy.k}")
-            result = design_expected_loss(privacy, loss, prior)
+            with bounds_progress("expected loss", max_seconds, ".10g", ".1e") as show:
+                result = design_expected_loss(privacy, loss, prior, max_seconds=max_seconds, progress=show)
         else:
             result = design_channel(
                 privacy, utility, prior, alternative, exact=exact, row_order=row_order,
@@ -162,6 +166,11 @@ def design_command(
 
         document = seal(certified_package(result.channel, privacy, 32, package, prior), key)
     extra = {"method_note": note} if note else {}
+    if compare:  # expected loss (other utilities with --compare returned above)
+        from designer.design.metric_compare import compare_expected_loss
+
+        rows = compare_expected_loss(privacy, loss, prior, result.objective)
+        extra["compare"] = [row.__dict__ for row in rows]
     irrational = irrational_ratio_note(privacy.exact_epsilon.ravel()) if exact else None
     if irrational:
         extra["exact_note"] = irrational
@@ -175,6 +184,8 @@ def design_command(
     else:
         console = Console()
         report(result, console)
+        if utility == "expected-loss":
+            report_expected_loss(result, console, rows if compare else None)
         if note:
             console.print(f"  method: {note}", markup=False, emoji=False)
         if irrational:
@@ -264,8 +275,7 @@ def _design_symmetric(
 def _design_with_gap(privacy, prior, gap: float, max_seconds: float, threads: int | None, out, summary_file,
                      as_json: bool) -> None:
     """Column generation with certified bounds, a progress bar of both bounds on stderr, the gap reported."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from designer.commands.design_report import bounds_progress
     from designer.design.gap import design_with_gap
     from designer.io import json_writer, matrix_csv_writer, write_files
 
@@ -273,15 +283,7 @@ def _design_with_gap(privacy, prior, gap: float, max_seconds: float, threads: in
         fail(f"--gap must be in [0, 1), got {gap!r}")
     if threads is not None and threads < 1:
         fail(f"--threads must be at least 1, got {threads!r}")
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
-    ) as bar:
-        task = bar.add_task("column generation", total=max_seconds)
-
-        def show(lower: float, upper: float, seconds: float) -> None:
-            relative = (upper - lower) / upper if upper > 0 else 0.0
-            bar.update(task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
-
+    with bounds_progress("column generation", max_seconds) as show:
         result = design_with_gap(privacy, prior, gap, max_seconds, show, threads)
     summary = {**result.summary(), "E": privacy.name, "k": privacy.k, "method": "column generation"}
     writes = [(out, matrix_csv_writer(result.channel.matrix))]

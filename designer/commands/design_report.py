@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
+    from designer.design.expected_loss import ExpectedLossDesign
     from designer.design.result import DesignResult
     from designer.design.symmetry import SymmetricDesign
 
@@ -66,4 +69,46 @@ def print_comparison(console: Console, optimum: float, rows) -> None:
     table.add_row("optimum (orbit LP)", "", f"{optimum:.6g}", "1", "0")
     for row in rows:
         table.add_row(escape(f"{row.name} ({row.detail})" if row.detail else row.name), f"{row.epsilon:g}", f"{row.value:.6g}", f"{row.share:.4f}", f"{optimum - row.value:.4g}")
+    console.print(table)
+
+
+@contextmanager
+def bounds_progress(description: str, max_seconds: float, number: str = ".6f", gap: str = ".2%") -> Iterator[Callable]:
+    """A progress bar on stderr over the time budget; yields ``show(lower, upper, seconds)``, which prints both bounds."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
+    ) as bar:
+        task = bar.add_task(description, total=max_seconds)
+
+        def show(lower: float, upper: float, seconds: float) -> None:
+            relative = (upper - lower) / abs(upper) if upper else 0.0
+            bar.update(task, completed=min(seconds, max_seconds),
+                       description=f"lower {lower:{number}}  upper {upper:{number}}  gap {relative:{gap}}")
+
+        yield show
+
+
+def report_expected_loss(result: ExpectedLossDesign, console: Console, rows=None) -> None:
+    """The method, why, the bracket ``lower <= optimum <= upper`` of an expected-loss design, and the baselines' table."""
+    console.print(f"  method: {result.method} ({result.reason})", markup=False, emoji=False)
+    console.print(
+        f"  bounds: {result.lower_bound:.12g} <= optimum <= {result.upper_bound:.12g} (relative gap {result.gap:.1e}, "
+        f"{result.stopped}); lower bound: {result.bound}", markup=False, emoji=False,
+    )
+    if rows:
+        print_loss_comparison(console, result.objective, rows)
+
+
+def print_loss_comparison(console: Console, optimum: float, rows) -> None:
+    """The baselines' expected loss (each with the optimal remap) and their ratio to the optimum."""
+    from rich.table import Table
+
+    table = Table(title="expected loss of baselines (each with the consumer's optimal remap)")
+    for column in ("mechanism", "expected loss", "ratio to optimum", "certified"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right")
+    table.add_row("optimum", f"{optimum:.6g}", "1", "yes")
+    for row in rows:
+        table.add_row(escape(row.name), f"{row.loss:.6g}", f"{row.ratio:.4f}", "yes" if row.certified else "no")
     console.print(table)

@@ -46,9 +46,6 @@ EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation")
 DIRECT_MAX_ENTRIES = 2_500
 #: Default relative gap ``(upper - lower) / upper`` at which the LP methods stop.
 DEFAULT_LOSS_GAP = 1e-7
-#: Float ratios ``exp(E)`` are raised by this many machine epsilons for the lower bound (more than
-#: numpy's exp error), so the bound holds for the cone of the exact ``e^E``.
-RATIO_ROUNDING = 16
 
 
 @dataclass
@@ -225,17 +222,6 @@ def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = 
     return "column-generation", f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output ({why_not})", None
 
 
-def constraint_pairs(privacy: PrivacyMatrix, constraints: str = "nonredundant") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(pairs, ratios, bound_ratios)``: the constrained pairs, ``exp(E)`` on them, and those ratios rounded up."""
-    k = privacy.k
-    if constraints == "nonredundant":
-        pairs = privacy.nonredundant_pairs()
-    else:
-        pairs = np.argwhere(np.isfinite(privacy.epsilon) & ~np.eye(k, dtype=bool))
-    ratios = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]]) if pairs.size else np.empty(0)
-    return pairs.reshape(-1, 2), ratios, ratios * (1.0 + RATIO_ROUNDING * np.finfo(float).eps)
-
-
 def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, start):
     """The direct LP (module docstring): the first backend, the other when it fails; refined by output when the gap is missed.
 
@@ -244,6 +230,7 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
     multipliers for the bound (a few rounds usually close it). When both solvers fail, column
     generation starts from its own columns.
     """
+    from designer.design.loss_decomposition import constraint_pairs, decompose_by_output
     from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
     from solvers.ratio_lp import lagrangian_lower_bound
 
@@ -270,8 +257,6 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
         if met or constraints == "all-pairs" or time.perf_counter() - start > max_seconds:
             return solution.matrix, lower, "gap" if met else "time" if constraints != "all-pairs" else "solved", history, notes
         notes.append(f"gap {(upper - lower) / abs(upper):.1e} above {gap:g}: refined by column generation by output")
-    from designer.design.loss_decomposition import decompose_by_output
-
     matrix, refined, stopped, more_history, more_notes = decompose_by_output(
         privacy, cost, gap, max_seconds - (time.perf_counter() - start), progress, seed)
     return matrix, max(lower, refined), stopped, history + more_history, notes + more_notes

@@ -82,12 +82,10 @@ def line_order(privacy: PrivacyMatrix, closure: bool = True) -> tuple[np.ndarray
     """
     if privacy.k < 2:
         return None
-    candidates = [privacy.epsilon] + ([privacy.closure().epsilon] if closure else [])
-    for levels in candidates:
-        found = _as_line(levels)
-        if found is not None:
-            return found
-    return None
+    found = _as_line(privacy.epsilon)
+    if found is None and closure:  # the closure costs O(k^3): only when E itself is not a line
+        found = _as_line(privacy.closure().epsilon)
+    return found
 
 
 def _as_line(levels: np.ndarray) -> tuple[np.ndarray, float] | None:

@@ -23,6 +23,21 @@ import numpy as np
 
 from designer.spec import PrivacyMatrix
 
+#: Float ratios ``exp(E)`` are raised by this many machine epsilons for the lower bound (more than
+#: numpy's exp error), so the bound holds for the cone of the exact ``e^E``.
+RATIO_ROUNDING = 16
+
+
+def constraint_pairs(privacy: PrivacyMatrix, constraints: str = "nonredundant") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pairs, ratios, bound_ratios)``: the constrained pairs, ``exp(E)`` on them, and those ratios rounded up."""
+    k = privacy.k
+    if constraints == "nonredundant":
+        pairs = privacy.nonredundant_pairs()
+    else:
+        pairs = np.argwhere(np.isfinite(privacy.epsilon) & ~np.eye(k, dtype=bool))
+    ratios = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]]) if pairs.size else np.empty(0)
+    return pairs.reshape(-1, 2), ratios, ratios * (1.0 + RATIO_ROUNDING * np.finfo(float).eps)
+
 
 def start_columns(privacy: PrivacyMatrix, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(columns, owners)``: the start columns of the module docstring (one per output, then the constant one)."""
@@ -41,6 +56,7 @@ def decompose_by_output(
     max_seconds: float,
     progress: Callable[[float, float, float], None] | None = None,
     seed: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> tuple[np.ndarray, float, str, list, list]:
     """Column generation by output for ``min sum cost * Q`` over E-LDP channels.
 
@@ -48,8 +64,9 @@ def decompose_by_output(
     repaired and certified), the proven lower bound, why it stopped (``"gap"``, ``"priced out"``,
     ``"time"``), one history entry per round and a one-line description. ``seed`` (k, m), an E-LDP
     channel (e.g. an inaccurate direct solve, repaired), adds its non-zero columns to the start columns.
+    ``threads``: pricing LPs at once (default :func:`designer.design.gap.column_generation.default_threads`).
     """
-    from designer.design.expected_loss import constraint_pairs
+    from designer.design.gap.column_generation import default_threads
     from solvers.ratio_lp import column_generation_by_output
 
     pairs, ratios, bound_ratios = constraint_pairs(privacy)
@@ -59,7 +76,7 @@ def decompose_by_output(
         columns, owners = np.vstack([columns, seed[:, used].T]), np.concatenate([owners, used])
     result = column_generation_by_output(
         cost, pairs, ratios, columns, owners, gap_tolerance=gap, max_seconds=max(max_seconds, 0.0),
-        progress=progress, bound_ratios=bound_ratios,
+        progress=progress, bound_ratios=bound_ratios, threads=default_threads() if threads is None else threads,
     )
     described = (f"column generation by output: {len(pairs)} pair constraints per pricing LP, {result.rounds} rounds, "
                  f"{result.columns} columns, {result.pricing_lps} pricing LPs")

@@ -74,9 +74,9 @@ def baseline_channels(privacy: PrivacyMatrix) -> list[tuple[str, np.ndarray]]:
 
 
 def compare_expected_loss(privacy: PrivacyMatrix, loss, prior, optimum: float) -> list[BaselineLoss]:
-    """Each baseline's expected loss after the optimal remap, its ratio to ``optimum`` and whether it certifies."""
+    """Each baseline's expected loss after the optimal remap, its ratio to ``optimum`` and whether it certifies (prior default uniform)."""
     loss = np.asarray(loss, dtype=float)
-    prior = np.asarray(prior, dtype=float)
+    prior = np.full(privacy.k, 1.0 / privacy.k) if prior is None else np.asarray(prior, dtype=float)
     rows = []
     for name, channel in baseline_channels(privacy):
         _, remapped = optimal_remap(channel, prior, loss)
