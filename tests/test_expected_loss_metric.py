@@ -267,3 +267,20 @@ def test_mutual_information_bounds_stay_finite_at_large_epsilon_times_diameter()
     result = design_with_gap(privacy, prior, gap_tolerance=1e-3, max_seconds=4, threads=1)
     assert result.certified and np.isfinite(result.upper)
     assert result.lower <= exact + 1e-9 <= result.upper + 2e-9
+
+
+def test_tree_cones_are_counted_without_enumerating():
+    """A tree's cone has 2^(d-1) rays; a line of 50 is refused at once, pointing to column generation."""
+    from designer.cone import Cone, ConeTooLargeError
+
+    tree = nx.Graph([(0, 1), (1, 2), (1, 3), (3, 4), (3, 5), (5, 6)])
+    for u, v in tree.edges:
+        tree.edges[u, v]["weight"] = 0.5 + (u + v) / 10
+    for privacy in (PrivacyMatrix.from_graph(nx.path_graph(6), 0.7), PrivacyMatrix.from_graph(tree, 1.0)):
+        (component,) = Cone.from_privacy(privacy).components
+        assert component.is_tree and component.known_vertices == 2 ** (privacy.k - 1)
+        assert component.vertices(method="enumerate").n_vertices == 2 ** (privacy.k - 1)
+    cycle = Cone.from_privacy(PrivacyMatrix.from_graph(nx.cycle_graph(6), 0.7)).components[0]
+    assert not cycle.is_tree and cycle.known_vertices is None
+    with pytest.raises(ConeTooLargeError, match="562949953421312 vertices.*--method column-generation"):
+        Cone.from_privacy(PrivacyMatrix.from_graph(nx.path_graph(50), 1.0)).check_size()
