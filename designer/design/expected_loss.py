@@ -253,9 +253,12 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
         notes.append(f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {name}, {solution.status})")
         if progress is not None:
             progress(lower, upper, time.perf_counter() - start)
-        met = upper - lower <= gap * abs(upper)
-        if met or constraints == "all-pairs" or time.perf_counter() - start > max_seconds:
-            return solution.matrix, lower, "gap" if met else "time" if constraints != "all-pairs" else "solved", history, notes
+        if upper - lower <= gap * abs(upper):
+            return seed, lower, "gap", history, notes
+        if constraints == "all-pairs":  # a comparison of constraint sets: the solver's answer, not refined
+            return seed, lower, "solved", history, notes
+        if time.perf_counter() - start > max_seconds:
+            return seed, lower, "time", history, notes
         notes.append(f"gap {(upper - lower) / abs(upper):.1e} above {gap:g}: refined by column generation by output")
     matrix, refined, stopped, more_history, more_notes = decompose_by_output(
         privacy, cost, gap, max_seconds - (time.perf_counter() - start), progress, seed)
