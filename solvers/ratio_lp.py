@@ -44,7 +44,7 @@ import numpy as np
 from scipy import sparse
 
 from solvers.column_generation import slice_model
-from solvers.linear import LinearProgramError
+from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
 from solvers.quiet import silent_highs
 
 #: Pricing LPs whose value is below ``-PRICING_TOLERANCE`` times the master's value (over k) add a column.
@@ -105,9 +105,10 @@ def lagrangian_lower_bound(cost, row_duals, pairs, ratios, pair_duals) -> float:
 class OutputColumnGeneration:
     """Outcome of :func:`column_generation_by_output`.
 
+    ``method`` names the algorithm; ``columns`` counts its columns (the outputs, for the restricted output LP).
     ``matrix`` (k, m) is the master's solution ``M[:, y] = sum_{j owned by y} w_j v_j`` (rows sum to 1 up to
     the master's tolerance); ``objective`` its cost; ``lower_bound`` the proven bound; ``stopped`` is
-    ``"gap"``, ``"priced out"`` or ``"time"``; ``history`` one entry per round.
+    ``"gap"``, ``"priced out"``, ``"rounds"`` or ``"time"``; ``history`` one entry per round.
     """
 
     matrix: np.ndarray
@@ -119,6 +120,7 @@ class OutputColumnGeneration:
     seconds: float
     stopped: str
     history: list = field(default_factory=list)
+    method: str = "column generation by output"
 
 
 class _Master:
@@ -194,6 +196,7 @@ def column_generation_by_output(
     progress: Callable[[float, float, float], None] | None = None,
     bound_ratios=None,
     threads: int = 1,
+    max_rounds: int | None = None,
 ) -> OutputColumnGeneration:
     """Column generation by output for the ratio-constrained stochastic LP (module docstring).
 
@@ -220,6 +223,10 @@ def column_generation_by_output(
         Pricing LPs solved at once, each thread on its own HiGHS model and its own share of the
         outputs (HiGHS releases the GIL while it solves). The bound's validity does not depend on the
         count; the vertices found may (through the warm starts), and so may the number of rounds.
+    max_rounds : int, optional
+        Stop after this many rounds (``stopped="rounds"``): a master that tails off (one new column per
+        output and round while an output's column needs many vertices) is better finished by
+        :func:`restricted_output_lp` over the outputs it uses.
     """
     start = time.perf_counter()
     cost = np.asarray(cost, dtype=float)
@@ -270,6 +277,9 @@ def column_generation_by_output(
             break
         if out_of_time:
             break
+        if max_rounds is not None and rounds >= max_rounds:
+            stopped = "rounds"
+            break
         new_columns = np.vstack(new_columns)
         new_owners = np.asarray(new_owners)
         master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, cost[:, new_owners]))
@@ -284,3 +294,77 @@ def column_generation_by_output(
         columns=int(master.columns.shape[0]), pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped,
         history=history,
     )
+
+
+def restricted_output_lp(
+    cost,
+    pairs,
+    ratios,
+    outputs,
+    gap_tolerance: float = 1e-7,
+    max_seconds: float = 600.0,
+    progress: Callable[[float, float, float], None] | None = None,
+    bound_ratios=None,
+    lower_bound: float = -math.inf,
+) -> OutputColumnGeneration:
+    """The LP over a restricted set of outputs, grown by reduced cost (module docstring's pricing LP).
+
+    The direct LP (:func:`solvers.linear.solve_ratio_bounded_stochastic_lp`, every column of the set
+    with all its pair constraints) is solved over the outputs in the set; its row duals price every
+    other output; outputs with a negative ``rho_y`` join the set. The bound combines the LP's pair
+    multipliers (outputs in the set) with the pricing LPs' (the others). Efficient when the optimum uses
+    few outputs (a small epsilon: on an 8 x 8 grid at epsilon 0.1 it uses 4 of 64), where column generation
+    by output needs one round per vertex of an output's column. ``lower_bound`` is a bound already proven.
+    """
+    start = time.perf_counter()
+    cost = np.asarray(cost, dtype=float)
+    k, m = cost.shape
+    bound_ratios = ratios if bound_ratios is None else bound_ratios
+    pricing = _Pricing(pair_matrix(k, pairs, ratios))
+    pair_duals = np.zeros((len(ratios), m))
+    chosen = np.unique(np.asarray(outputs, dtype=np.int64))
+    lower, rounds, lps, history, stopped = lower_bound, 0, 0, [], "time"
+    while True:
+        rounds += 1
+        solution = _solve_either(cost[:, chosen], pairs, ratios)
+        pair_duals[:, chosen] = solution.pair_duals
+        objective = solution.objective
+        threshold = -PRICING_TOLERANCE * max(abs(objective), 1e-300) / k
+        joining = []
+        for y in np.setdiff1d(np.arange(m), chosen):
+            if time.perf_counter() - start > max_seconds:
+                break
+            rho, _, duals = pricing.solve(cost[:, y] - solution.row_duals)
+            lps += 1
+            pair_duals[:, y] = duals
+            if rho < threshold:
+                joining.append(y)
+        lower = max(lower, lagrangian_lower_bound(cost, solution.row_duals, pairs, bound_ratios, pair_duals))
+        history.append({"round": rounds, "objective": objective, "lower_bound": lower, "outputs": int(chosen.size),
+                        "seconds": round(time.perf_counter() - start, 3)})
+        if progress is not None:
+            progress(lower, objective, time.perf_counter() - start)
+        if objective - lower <= gap_tolerance * abs(objective):
+            stopped = "gap"
+            break
+        if time.perf_counter() - start > max_seconds:
+            break
+        if not joining:
+            stopped = "priced out"
+            break
+        chosen = np.union1d(chosen, joining)
+    channel = np.zeros((k, m))
+    channel[:, chosen] = solution.matrix
+    return OutputColumnGeneration(
+        matrix=channel, objective=float(objective), lower_bound=float(lower), rounds=rounds, columns=int(chosen.size),
+        pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped, history=history,
+        method="restricted output LP",
+    )
+
+
+def _solve_either(cost, pairs, ratios):
+    """The direct LP with Clarabel, or HiGHS when Clarabel fails."""
+    try:
+        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="clarabel")
+    except LinearProgramError:
+        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs")

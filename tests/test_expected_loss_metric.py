@@ -284,3 +284,16 @@ def test_tree_cones_are_counted_without_enumerating():
     assert not cycle.is_tree and cycle.known_vertices is None
     with pytest.raises(ConeTooLargeError, match="562949953421312 vertices.*--method column-generation"):
         Cone.from_privacy(PrivacyMatrix.from_graph(nx.path_graph(50), 1.0)).check_size()
+
+
+def test_tailing_master_is_finished_over_the_outputs_it_uses(monkeypatch):
+    """At a small epsilon few outputs carry the optimum; after TAILING_ROUNDS the LP over them (grown by reduced cost) closes it."""
+    import designer.design.loss_decomposition as decomposition
+
+    monkeypatch.setattr(decomposition, "TAILING_ROUNDS", 2)
+    privacy, distance, prior, edges = grid_problem((4, 4), 0.1, 6)
+    expected = lp_optimum(prior[:, None] * distance, edges)
+    result = design_expected_loss(privacy, distance, prior, method="column-generation")
+    assert "restricted output LP" in result.methods[0] and result.certified and result.gap <= 1e-6
+    assert result.lower_bound <= expected + 1e-12 and result.objective == pytest.approx(expected, rel=1e-6)
+    assert np.count_nonzero(result.channel.matrix.sum(axis=0) > 1e-9) < privacy.k
