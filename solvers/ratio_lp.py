@@ -157,16 +157,25 @@ class _Master:
 
 
 class _Pricing:
-    """``min w . v`` over ``{A v >= 0, v >= 0, 1 . v = 1}`` (HiGHS simplex, warm-started between outputs)."""
+    """``min w . v`` over ``{A v >= 0, v >= 0, 1 . v = 1}`` (HiGHS simplex, warm-started between outputs).
 
-    def __init__(self, matrix: sparse.csr_matrix):
-        self.n, self.k = matrix.shape
+    The vertex is recomputed from its basis: the pair rows that are not basic hold with equality, and on a
+    connected cone (every vertex has full support) they span the inputs, so ``log v`` follows along a
+    spanning tree of them with every entry to rounding, where the solver's values carry its absolute
+    tolerance (an entry ``e^{-39}`` on a 40 x 40 grid would be noise). When they do not span, or the result
+    misses a constraint by more than rounding, the solver's values are kept.
+    """
+
+    def __init__(self, k: int, pairs, ratios):
+        self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self.log_ratios = np.log(np.asarray(ratios, dtype=float))
+        self.n, self.k = self.pairs.shape[0], k
         self.highs = silent_highs()
         self.highs.setOptionValue("solver", "simplex")
         self.highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
         self.highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
-        self.highs.passModel(slice_model(matrix, np.ones(self.k)))
-        self.indices = np.arange(self.k, dtype=np.int32)
+        self.highs.passModel(slice_model(pair_matrix(k, pairs, ratios), np.ones(k)))
+        self.indices = np.arange(k, dtype=np.int32)
 
     def solve(self, direction: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """``(rho, vertex, pair duals >= 0)``."""
@@ -180,9 +189,39 @@ class _Pricing:
         if status != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"pricing LP not solved: {self.highs.modelStatusToString(status)}")
         solution = self.highs.getSolution()
-        vertex = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
+        vertex = self._vertex_from_basis()
+        if vertex is None:
+            vertex = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
+            vertex /= vertex.sum()
         duals = np.maximum(np.asarray(solution.row_dual, dtype=float)[: self.n], 0.0)
-        return self.highs.getInfo().objective_function_value, vertex / vertex.sum(), duals
+        return self.highs.getInfo().objective_function_value, vertex, duals
+
+    def _vertex_from_basis(self) -> np.ndarray | None:
+        from scipy.sparse.csgraph import breadth_first_order
+
+        _, basic = self.highs.getBasicVariables()
+        basic = np.asarray(basic)
+        tight = np.ones(self.n + 1, dtype=bool)
+        tight[-basic[basic < 0] - 1] = False
+        rows = np.flatnonzero(tight[: self.n])
+        pairs, levels = self.pairs[rows], self.log_ratios[rows]
+        # log v_a - log v_b = level on a tight row (a, b); both directions stored, keyed by (from, to)
+        graph = sparse.csr_matrix((np.ones(2 * rows.size), (np.concatenate([pairs[:, 0], pairs[:, 1]]),
+                                                            np.concatenate([pairs[:, 1], pairs[:, 0]]))),
+                                  shape=(self.k, self.k))
+        order, parent = breadth_first_order(graph, 0, directed=True, return_predecessors=True)
+        if order.size < self.k:
+            return None
+        step = dict(zip(zip(pairs[:, 1].tolist(), pairs[:, 0].tolist()), levels.tolist()))  # to a from b: +level
+        step.update(zip(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()), (-levels).tolist()))  # to b from a: -level
+        logs = np.zeros(self.k)
+        for child, source in zip(order[1:].tolist(), parent[order[1:]].tolist()):
+            logs[child] = logs[source] + step[(source, child)]
+        excess = logs[self.pairs[:, 0]] - logs[self.pairs[:, 1]] - self.log_ratios
+        if np.any(excess > 1e-12 * (1.0 + np.abs(logs).max())):
+            return None
+        vertex = np.exp(logs - logs.max())
+        return vertex / vertex.sum()
 
 
 def column_generation_by_output(
@@ -231,15 +270,14 @@ def column_generation_by_output(
     start = time.perf_counter()
     cost = np.asarray(cost, dtype=float)
     k, m = cost.shape
-    matrix = pair_matrix(k, pairs, ratios)
     bound_ratios = ratios if bound_ratios is None else bound_ratios
     columns = np.asarray(initial_columns, dtype=float)
     columns = columns / columns.sum(axis=1, keepdims=True)
     owners = np.asarray(initial_owners, dtype=np.int64)
     master = _Master(k)
     master.add(columns, owners, np.einsum("jx,xj->j", columns, cost[:, owners]))
-    pricing = [_Pricing(matrix) for _ in range(max(1, int(threads)))]
-    pair_duals = np.zeros((matrix.shape[0], m))
+    pricing = [_Pricing(k, pairs, ratios) for _ in range(max(1, int(threads)))]
+    pair_duals = np.zeros((len(ratios), m))
     lower, rounds, lps, history, stopped = -math.inf, 0, 0, [], "time"
     pool = ThreadPoolExecutor(len(pricing)) if len(pricing) > 1 else None
     while True:
@@ -320,7 +358,7 @@ def restricted_output_lp(
     cost = np.asarray(cost, dtype=float)
     k, m = cost.shape
     bound_ratios = ratios if bound_ratios is None else bound_ratios
-    pricing = _Pricing(pair_matrix(k, pairs, ratios))
+    pricing = _Pricing(k, pairs, ratios)
     pair_duals = np.zeros((len(ratios), m))
     chosen = np.unique(np.asarray(outputs, dtype=np.int64))
     lower, rounds, lps, history, stopped = lower_bound, 0, 0, [], "time"
