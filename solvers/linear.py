@@ -269,13 +269,16 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         shape=(n * m, k * m),
     )
     rows_sum = sparse.kron(sparse.eye(k, format="csr"), np.ones((1, m)), format="csr")
+    # the solvers' tolerances are absolute: costs scaled to at most 1 (prior x loss is often ~1e-4; HiGHS
+    # stopped at "Unknown" and Clarabel at "AlmostSolved" on such costs), multipliers scaled back
+    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
     if backend == "clarabel":
-        solution, row_duals, pair_duals, status = _stochastic_lp_clarabel(cost.ravel(), upper, rows_sum)
+        solution, row_duals, pair_duals, status = _stochastic_lp_clarabel(scale * cost.ravel(), upper, rows_sum)
     elif backend == "highs":
         import scipy.optimize
 
         result = scipy.optimize.linprog(
-            cost.ravel(),
+            scale * cost.ravel(),
             A_ub=upper if n else None,
             b_ub=np.zeros(n * m) if n else None,
             A_eq=rows_sum,
@@ -300,7 +303,7 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         objective=float(np.sum(cost * matrix)),
         n_constraints=n * m,
         seconds=time.perf_counter() - start,
-        row_duals=row_duals,
-        pair_duals=np.maximum(pair_duals, 0.0).reshape(n, m),
+        row_duals=row_duals / scale,
+        pair_duals=np.maximum(pair_duals, 0.0).reshape(n, m) / scale,
         status=status,
     )

@@ -274,8 +274,12 @@ def column_generation_by_output(
     columns = np.asarray(initial_columns, dtype=float)
     columns = columns / columns.sum(axis=1, keepdims=True)
     owners = np.asarray(initial_owners, dtype=np.int64)
+    # the LPs see costs scaled to at most 1 (their tolerances are absolute; prior x loss is often ~1e-4, where
+    # the master stopped at "Unknown"); objective and multipliers are scaled back, the bound uses the true costs
+    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
+    scaled = scale * cost
     master = _Master(k)
-    master.add(columns, owners, np.einsum("jx,xj->j", columns, cost[:, owners]))
+    master.add(columns, owners, np.einsum("jx,xj->j", columns, scaled[:, owners]))
     pricing = [_Pricing(k, pairs, ratios) for _ in range(max(1, int(threads)))]
     pair_duals = np.zeros((len(ratios), m))
     lower, rounds, lps, history, stopped = -math.inf, 0, 0, [], "time"
@@ -284,6 +288,7 @@ def column_generation_by_output(
         rounds += 1
         objective, u, _ = master.solve()
         threshold = -PRICING_TOLERANCE * max(abs(objective), 1e-300) / k
+        objective, u = objective / scale, u / scale
 
         def price(worker: int) -> list:
             """Price this worker's share of the outputs (every len(pricing)-th) until done or out of time."""
@@ -291,8 +296,8 @@ def column_generation_by_output(
             for y in range(worker, m, len(pricing)):
                 if time.perf_counter() - start > max_seconds:
                     break
-                rho, vertex, duals = pricing[worker].solve(cost[:, y] - u)
-                pair_duals[:, y] = duals
+                rho, vertex, duals = pricing[worker].solve(scaled[:, y] - scale * u)
+                pair_duals[:, y] = duals / scale
                 found.append((y, rho, vertex))
             return found
 
@@ -320,10 +325,11 @@ def column_generation_by_output(
             break
         new_columns = np.vstack(new_columns)
         new_owners = np.asarray(new_owners)
-        master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, cost[:, new_owners]))
+        master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, scaled[:, new_owners]))
     if pool is not None:
         pool.shutdown()
     objective, _, weights = master.solve()
+    objective /= scale
     channel = np.zeros((k, m))
     used = weights > 0
     np.add.at(channel.T, master.owners[used], master.columns[used] * weights[used, None])
@@ -359,6 +365,7 @@ def restricted_output_lp(
     k, m = cost.shape
     bound_ratios = ratios if bound_ratios is None else bound_ratios
     pricing = _Pricing(k, pairs, ratios)
+    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)  # as in column_generation_by_output
     pair_duals = np.zeros((len(ratios), m))
     chosen = np.unique(np.asarray(outputs, dtype=np.int64))
     lower, rounds, lps, history, stopped = lower_bound, 0, 0, [], "time"
@@ -367,14 +374,14 @@ def restricted_output_lp(
         solution = _solve_either(cost[:, chosen], pairs, ratios)
         pair_duals[:, chosen] = solution.pair_duals
         objective = solution.objective
-        threshold = -PRICING_TOLERANCE * max(abs(objective), 1e-300) / k
+        threshold = -PRICING_TOLERANCE * max(abs(scale * objective), 1e-300) / k
         joining = []
         for y in np.setdiff1d(np.arange(m), chosen):
             if time.perf_counter() - start > max_seconds:
                 break
-            rho, _, duals = pricing.solve(cost[:, y] - solution.row_duals)
+            rho, _, duals = pricing.solve(scale * (cost[:, y] - solution.row_duals))
             lps += 1
-            pair_duals[:, y] = duals
+            pair_duals[:, y] = duals / scale
             if rho < threshold:
                 joining.append(y)
         lower = max(lower, lagrangian_lower_bound(cost, solution.row_duals, pairs, bound_ratios, pair_duals))
