@@ -297,3 +297,28 @@ def test_tailing_master_is_finished_over_the_outputs_it_uses(monkeypatch):
     assert "restricted output LP" in result.methods[0] and result.certified and result.gap <= 1e-6
     assert result.lower_bound <= expected + 1e-12 and result.objective == pytest.approx(expected, rel=1e-6)
     assert np.count_nonzero(result.channel.matrix.sum(axis=0) > 1e-9) < privacy.k
+
+
+# ------------------------------------------------------------ command line
+def test_cli_line_of_50_designs_in_closed_form_with_baselines(tmp_path):
+    """`design --family metric-line --k 50 --eps 0.5 --utility expected-loss` exited 2 (Clarabel: AlmostSolved)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from designer.cli import app
+
+    out = tmp_path / "Q.csv"
+    result = CliRunner().invoke(app, ["design", "--family", "metric-line", "--k", "50", "--eps", "0.5", "--utility",
+                                      "expected-loss", "--out", str(out), "--compare", "--json", "--max-seconds", "30"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["method"] == "closed-form" and summary["lower_bound"] == summary["upper_bound"] == summary["objective"]
+    rows = {row["name"].split(" (")[0]: row for row in summary["compare"]}
+    assert rows["truncated geometric"]["ratio"] == pytest.approx(1.0) and rows["exponential mechanism"]["ratio"] > 1
+    channel = np.loadtxt(out, delimiter=",")
+    loss = 1.0 - np.eye(50)  # the default 0/1 loss
+    assert float(np.mean(np.sum(loss * channel, axis=1))) == pytest.approx(summary["objective"], rel=1e-12)
+    refused = CliRunner().invoke(app, ["design", "--family", "metric-line", "--k", "5", "--utility", "expected-loss",
+                                       "--out", str(tmp_path / "R.csv"), "--compare", "--plot", str(tmp_path / "p.png")])
+    assert refused.exit_code == 2 and "not with expected-loss" in refused.output
