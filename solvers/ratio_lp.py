@@ -330,6 +330,7 @@ def column_generation_by_output(
         pool.shutdown()
     objective, _, weights = master.solve()
     objective /= scale
+    weights = _polished(master.columns, weights)
     channel = np.zeros((k, m))
     used = weights > 0
     np.add.at(channel.T, master.owners[used], master.columns[used] * weights[used, None])
@@ -405,6 +406,24 @@ def restricted_output_lp(
         pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped, history=history,
         method="restricted output LP",
     )
+
+
+def _polished(columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The master's weights re-solved on their support by least squares, kept when non-negative and closer to row sums of 1.
+
+    The simplex meets the rows to its tolerance (3.6e-9 measured on a 20 x 20 grid); dividing the rows of
+    the channel by their sums would then move its log-ratios by as much, more than the certifier's 1e-9.
+    """
+    support = np.flatnonzero(weights > 0)
+    basis = columns[support].T
+    solved, *_ = np.linalg.lstsq(basis, np.ones(basis.shape[0]), rcond=None)
+    if np.any(solved < 0):
+        return weights
+    if np.abs(basis @ solved - 1).max() >= np.abs(basis @ weights[support] - 1).max():
+        return weights
+    polished = np.zeros_like(weights)
+    polished[support] = solved
+    return polished
 
 
 def _solve_either(cost, pairs, ratios):

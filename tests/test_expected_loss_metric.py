@@ -322,3 +322,16 @@ def test_cli_line_of_50_designs_in_closed_form_with_baselines(tmp_path):
     refused = CliRunner().invoke(app, ["design", "--family", "metric-line", "--k", "5", "--utility", "expected-loss",
                                        "--out", str(tmp_path / "R.csv"), "--compare", "--plot", str(tmp_path / "p.png")])
     assert refused.exit_code == 2 and "not with expected-loss" in refused.output
+
+
+def test_master_weights_are_polished_to_exact_row_sums():
+    """Rows off by the simplex's tolerance (3.6e-9 on a 20 x 20 grid) became log-ratio errors past 1e-9 when divided out."""
+    from solvers.ratio_lp import _polished
+
+    rng = np.random.default_rng(4)
+    columns, exact = rng.random((12, 6)), rng.uniform(0.5, 1.0, 6)
+    columns /= (columns[:6].T @ exact)[None, :]  # the first six columns with weights `exact` give rows of sum 1
+    weights = np.concatenate([exact * (1 + 1e-8 * rng.standard_normal(6)), np.zeros(6)])
+    polished = _polished(columns, weights)
+    assert np.abs(columns.T @ polished - 1).max() < 1e-14 < np.abs(columns.T @ weights - 1).max()
+    assert np.all(polished[6:] == 0)
