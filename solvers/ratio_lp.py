@@ -147,8 +147,21 @@ class _Master:
         self.owners = np.concatenate([self.owners, owners])
 
     def solve(self) -> tuple[float, np.ndarray, np.ndarray]:
-        self.highs.run()
-        status = self.highs.getModelStatus()
+        """Warm-started simplex; on any other status than optimal, from scratch, then HiGHS's interior point.
+
+        The master can only be feasible and bounded (the constant column serves every row), so another
+        status is numerical: the random geometric graph's dense columns (entries over 8 decades) once
+        ended a warm start "Infeasible".
+        """
+        for attempt in ("warm", "cold", "ipm"):
+            if attempt != "warm":
+                self.highs.clearSolver()
+                self.highs.setOptionValue("solver", "ipm" if attempt == "ipm" else "choose")
+            self.highs.run()
+            status = self.highs.getModelStatus()
+            if status == highspy.HighsModelStatus.kOptimal:
+                break
+        self.highs.setOptionValue("solver", "choose")
         if status != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"master LP not solved: {self.highs.modelStatusToString(status)}")
         solution = self.highs.getSolution()
