@@ -321,11 +321,7 @@ def column_generation_by_output(
         new_columns = [vertex for y, rho, vertex in priced if rho < threshold]
         new_owners = [y for y, rho, vertex in priced if rho < threshold]
         lower = max(lower, lagrangian_lower_bound(cost, u, pairs, bound_ratios, pair_duals))
-        history.append({"round": rounds, "objective": objective, "lower_bound": lower, "new_columns": len(new_columns),
-                        "seconds": round(time.perf_counter() - start, 3)})
-        if progress is not None:
-            progress(lower, objective, time.perf_counter() - start)
-        if objective - lower <= gap_tolerance * abs(objective):
+        if _closed(history, progress, start, lower, objective, gap_tolerance, new_columns=len(new_columns)):
             stopped = "gap"
             break
         if not new_columns and not out_of_time:
@@ -359,11 +355,11 @@ def restricted_output_lp(
     pairs,
     ratios,
     outputs,
+    lower_bound: float = -math.inf,
     gap_tolerance: float = 1e-7,
     max_seconds: float = 600.0,
     progress: Callable[[float, float, float], None] | None = None,
     bound_ratios=None,
-    lower_bound: float = -math.inf,
 ) -> OutputColumnGeneration:
     """The LP over a restricted set of outputs, grown by reduced cost (module docstring's pricing LP).
 
@@ -399,11 +395,7 @@ def restricted_output_lp(
             if rho < threshold:
                 joining.append(y)
         lower = max(lower, lagrangian_lower_bound(cost, solution.row_duals, pairs, bound_ratios, pair_duals))
-        history.append({"round": rounds, "objective": objective, "lower_bound": lower, "outputs": int(chosen.size),
-                        "seconds": round(time.perf_counter() - start, 3)})
-        if progress is not None:
-            progress(lower, objective, time.perf_counter() - start)
-        if objective - lower <= gap_tolerance * abs(objective):
+        if _closed(history, progress, start, lower, objective, gap_tolerance, outputs=int(chosen.size)):
             stopped = "gap"
             break
         if time.perf_counter() - start > max_seconds:
@@ -419,6 +411,16 @@ def restricted_output_lp(
         pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped, history=history,
         method="restricted output LP",
     )
+
+
+def _closed(history: list, progress, start: float, lower: float, objective: float, gap_tolerance: float,
+            **counts) -> bool:
+    """Record a round (and report it to ``progress``); whether its bound is within the gap of its objective."""
+    history.append({"round": len(history) + 1, "objective": objective, "lower_bound": lower, **counts,
+                    "seconds": round(time.perf_counter() - start, 3)})
+    if progress is not None:
+        progress(lower, objective, time.perf_counter() - start)
+    return objective - lower <= gap_tolerance * abs(objective)
 
 
 def _polished(columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
