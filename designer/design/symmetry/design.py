@@ -46,6 +46,8 @@ from solvers.linear import TIGHT_TOLERANCES, solve_vertex_lp
 MAX_CHANNEL_ENTRIES = 30_000_000
 #: Orbit weights below this (relative to the largest) are dropped from the support.
 WEIGHT_CUTOFF = 1e-12
+#: Orbit columns whose class sums exceed this are scaled to sum 1 in the orbit LP (see solve_orbit_lp).
+LARGE_ORBIT_SUM = 1e8
 
 
 @dataclass
@@ -315,10 +317,12 @@ def solve_orbit_lp(structure, components, orbits, sums, values) -> tuple[np.ndar
         if key not in solved:
             local = sums[np.ix_(rows, group)]
             rhs = structure.sizes[group].astype(float)
-            # each orbit's column scaled to sum 1 (the LP is homogeneous in each column, mu positively
-            # homogeneous): at large epsilon x diameter the raw class sums reach e^49 and more, which
-            # HiGHS reads as infinite; the duals are unchanged, the weights scale back
-            scale = local.sum(axis=1)
+            # an orbit whose class sums exceed LARGE_ORBIT_SUM is scaled to sum 1 (the LP is homogeneous in
+            # each column, mu positively homogeneous): at large epsilon x diameter they reach e^49 and more,
+            # which HiGHS reads as infinite; the duals are unchanged, the weights scale back. Other columns
+            # are left as they are (scaling all of them loosened HiGHS's absolute tolerances: 4e-6 off on a block E)
+            totals = local.sum(axis=1)
+            scale = np.where(totals > LARGE_ORBIT_SUM, totals, 1.0)
             solution = solve_vertex_lp(local / scale[:, None], values[rows] / scale, rhs, options=TIGHT_TOLERANCES)
             solved[key] = (_polished(local / scale[:, None], solution.weights, rhs) / scale, solution.duals)
         weights[rows], duals[group] = solved[key]
