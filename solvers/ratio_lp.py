@@ -108,7 +108,8 @@ class OutputColumnGeneration:
     ``method`` names the algorithm; ``columns`` counts its columns (the outputs, for the restricted output LP).
     ``matrix`` (k, m) is the master's solution ``M[:, y] = sum_{j owned by y} w_j v_j`` (rows sum to 1 up to
     the master's tolerance); ``objective`` its cost; ``lower_bound`` the proven bound; ``stopped`` is
-    ``"gap"``, ``"priced out"``, ``"rounds"`` or ``"time"``; ``history`` one entry per round.
+    ``"gap"``, ``"priced out"``, ``"rounds"``, ``"pricing failed"`` (only unsolved pricing LPs left to retry) or
+    ``"time"``; ``history`` one entry per round.
     """
 
     matrix: np.ndarray
@@ -190,17 +191,25 @@ class _Pricing:
         self.highs.passModel(slice_model(pair_matrix(k, pairs, ratios), np.ones(k)))
         self.indices = np.arange(k, dtype=np.int32)
 
-    def solve(self, direction: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """``(rho, vertex, pair duals >= 0)``."""
+    def solve(self, direction: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """``(rho, vertex, pair duals >= 0)``, or None when the LP stays unsolved.
+
+        A failed warm start is solved from scratch, then by interior point with crossover (the
+        1,000-node graph's slice once ended a warm start in "Solve error"). None leaves the output's
+        multipliers as they were (still valid for the bound) and adds no column.
+        """
         self.highs.changeColsCost(self.k, self.indices, direction)
-        self.highs.run()
-        status = self.highs.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:
-            self.highs.clearSolver()  # a failed warm start: from scratch once
+        for attempt in ("warm", "cold", "ipm"):
+            if attempt != "warm":
+                self.highs.clearSolver()
+                self.highs.setOptionValue("solver", "ipm" if attempt == "ipm" else "simplex")
             self.highs.run()
-            status = self.highs.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise LinearProgramError(f"pricing LP not solved: {self.highs.modelStatusToString(status)}")
+            if self.highs.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+                break
+        self.highs.setOptionValue("solver", "simplex")
+        if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            self.highs.clearSolver()
+            return None
         solution = self.highs.getSolution()
         vertex = self._vertex_from_basis()
         if vertex is None:
@@ -309,7 +318,11 @@ def column_generation_by_output(
             for y in range(worker, m, len(pricing)):
                 if time.perf_counter() - start > max_seconds:
                     break
-                rho, vertex, duals = pricing[worker].solve(scaled[:, y] - scale * u)
+                solved = pricing[worker].solve(scaled[:, y] - scale * u)
+                if solved is None:  # counted as priced, never as priced out
+                    found.append((y, -math.inf, None))
+                    continue
+                rho, vertex, duals = solved
                 pair_duals[:, y] = duals / scale
                 found.append((y, rho, vertex))
             return found
@@ -318,14 +331,18 @@ def column_generation_by_output(
         priced = sorted((item for share in shares for item in share), key=lambda item: item[0])
         lps += len(priced)
         out_of_time = len(priced) < m
-        new_columns = [vertex for y, rho, vertex in priced if rho < threshold]
-        new_owners = [y for y, rho, vertex in priced if rho < threshold]
+        unsolved = sum(vertex is None for _, _, vertex in priced)
+        new_columns = [vertex for y, rho, vertex in priced if rho < threshold and vertex is not None]
+        new_owners = [y for y, rho, vertex in priced if rho < threshold and vertex is not None]
         lower = max(lower, lagrangian_lower_bound(cost, u, pairs, bound_ratios, pair_duals))
         if _closed(history, progress, start, lower, objective, gap_tolerance, new_columns=len(new_columns)):
             stopped = "gap"
             break
-        if not new_columns and not out_of_time:
+        if not new_columns and not out_of_time and not unsolved:
             stopped = "priced out"
+            break
+        if not new_columns and unsolved:  # nothing to add, and the unsolved LPs would fail again
+            stopped = "pricing failed"
             break
         if out_of_time:
             break
@@ -389,11 +406,12 @@ def restricted_output_lp(
         for y in np.setdiff1d(np.arange(m), chosen):
             if time.perf_counter() - start > max_seconds:
                 break
-            rho, _, duals = pricing.solve(scale * (cost[:, y] - solution.row_duals))
+            solved = pricing.solve(scale * (cost[:, y] - solution.row_duals))
             lps += 1
-            pair_duals[:, y] = duals / scale
-            if rho < threshold:
-                joining.append(y)
+            if solved is not None:
+                pair_duals[:, y] = solved[2] / scale
+                if solved[0] < threshold:
+                    joining.append(y)
         lower = max(lower, lagrangian_lower_bound(cost, solution.row_duals, pairs, bound_ratios, pair_duals))
         if _closed(history, progress, start, lower, objective, gap_tolerance, outputs=int(chosen.size)):
             stopped = "gap"
