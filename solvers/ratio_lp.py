@@ -47,6 +47,9 @@ from solvers.column_generation import slice_model
 from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
 from solvers.quiet import silent_highs
 
+#: Least-squares weights of the master's support below ``-POLISH_NEGATIVE`` times the largest are a real change of
+#: support, not rounding (see _polished); above it they are clipped to 0.
+POLISH_NEGATIVE = 1e-12
 #: Pricing LPs whose value is below ``-PRICING_TOLERANCE`` times the master's value (over k) add a column.
 PRICING_TOLERANCE = 1e-10
 
@@ -450,8 +453,9 @@ def _polished(columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     support = np.flatnonzero(weights > 0)
     basis = columns[support].T
     solved, *_ = np.linalg.lstsq(basis, np.ones(basis.shape[0]), rcond=None)
-    if np.any(solved < 0):
+    if solved.min() < -POLISH_NEGATIVE * solved.max():
         return weights
+    solved = np.maximum(solved, 0.0)  # rounding-level negatives of an ill-conditioned support
     if np.abs(basis @ solved - 1).max() >= np.abs(basis @ weights[support] - 1).max():
         return weights
     polished = np.zeros_like(weights)
