@@ -55,8 +55,8 @@ class ConeTooLargeError(TooManyVerticesError):
 
 #: What to try instead, appended to every refusal.
 SUGGESTION = (
-    "use a structured mechanism (randomised response, Hadamard response) or a coarser E "
-    "(merge symbols, make distant pairs inf)"
+    "use --method column-generation (mutual information: a certified channel with a proven gap, any k), "
+    "a structured mechanism (randomised response, Hadamard response) or a coarser E (merge symbols, make distant pairs inf)"
 )
 
 
@@ -128,9 +128,23 @@ class ComponentCone:
     @property
     def known_vertices(self) -> int | None:
         """The exact vertex count when it is known without enumerating, else None."""
-        if self.uniform_level is not None or self.dimension <= 2:
+        if self.uniform_level is not None or self.dimension <= 2 or self.is_tree:
             return self.estimated_vertices()
         return None
+
+    @property
+    def is_tree(self) -> bool:
+        """Whether the pairs are both directions of the d - 1 edges of a tree, every level positive.
+
+        Then each ray has exactly one of its edge's two constraints tight (d - 1 independent tight
+        rows, and both rows of an edge cannot hold at once when ``e^eps > 1``), so the cone has exactly
+        ``2^(d-1)`` rays: a line of 50 has 5.6e14, known without enumerating.
+        """
+        d = self.dimension
+        if d < 2 or len(self.pairs) != 2 * (d - 1) or any(float(level) <= 0 for level in self.levels):
+            return False
+        directed = {(int(a), int(b)) for a, b in self.pairs}
+        return all((b, a) in directed for a, b in directed) and len(directed) == 2 * (d - 1)
 
     def ratios(self, exact: bool = False) -> list:
         """``exp(E[x, x'])`` for each pair: floats, or (exact) rationals rounded down."""
@@ -153,7 +167,7 @@ class ComponentCone:
         return np.array(rows, dtype=object if exact else float)
 
     def estimated_vertices(self) -> int:
-        """Vertex count: exact for a closed-form component, else an upper bound.
+        """Vertex count: exact for a closed-form component or a tree (:attr:`is_tree`), else an upper bound.
 
         The vertices of ``{q in C : sum(q) = 1}`` (dimension ``D = d - 1``, at most
         ``n`` = pairs + d facets) number at most McMullen's upper bound
@@ -168,6 +182,8 @@ class ComponentCone:
             return uniform_ratio_cone_size(d, math.exp(float(self.uniform_level)))
         if d <= 2:
             return d
+        if self.is_tree:
+            return 2 ** (d - 1)
         return upper_bound_vertices(len(self.pairs) + d, d - 1)
 
     def vertices(

@@ -308,7 +308,7 @@ class PrivacyMatrix:
         ndarray of int, shape (n_pairs, 2)
         """
         values = self._epsilon
-        closed = min_plus_closure(values)
+        closed = self.closure().epsilon  # cached: design needs the closure too (O(k^3) each)
         positive = np.where(closed > 0, closed, np.inf)
         np.fill_diagonal(positive, np.inf)
         via = min_plus_product(positive, positive)

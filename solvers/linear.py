@@ -95,12 +95,19 @@ class StochasticLPResult:
 
     ``matrix`` (k, m) is row-stochastic; ``objective = sum(cost * matrix)``;
     ``n_constraints`` counts the ratio rows; ``seconds`` covers building and solving.
+    ``row_duals`` (k,) and ``pair_duals`` (n, m) are the solver's multipliers of the row sums and of
+    the ratio rows (``>= 0``), e.g. for :func:`solvers.ratio_lp.lagrangian_lower_bound`; ``status`` is
+    the solver's own word (``"Solved"``, ``"AlmostSolved"``, ``"Optimal"``, ...): an inaccurate solve is
+    returned, not refused, and the bound says how good it is.
     """
 
     matrix: np.ndarray
     objective: float
     n_constraints: int
     seconds: float
+    row_duals: np.ndarray
+    pair_duals: np.ndarray
+    status: str
 
 
 def solve_vertex_lp(vertices, values, rhs, backend: str = "highs", options: dict | None = None) -> VertexLPResult:
@@ -179,8 +186,19 @@ def _vertex_lp_highs(vertices, values, rhs, options: dict) -> tuple[np.ndarray, 
     return np.asarray(solution.col_value, dtype=float), np.asarray(solution.row_dual, dtype=float)
 
 
-def _stochastic_lp_clarabel(cost: np.ndarray, upper, rows_sum) -> np.ndarray:
-    """``min cost.z  s.t.  rows_sum z = 1, upper z <= 0, z >= 0`` with Clarabel (``A z + s = b``)."""
+#: Clarabel statuses after which no usable point exists (the LP is always feasible and bounded,
+#: so these are numerical failures); any other status returns its point, checked by the caller's bound.
+CLARABEL_FAILURES = ("PrimalInfeasible", "DualInfeasible", "AlmostPrimalInfeasible", "AlmostDualInfeasible",
+                     "Unsolved")
+
+
+def _stochastic_lp_clarabel(cost: np.ndarray, upper, rows_sum) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """``min cost.z  s.t.  rows_sum z = 1, upper z <= 0, z >= 0`` with Clarabel (``A z + s = b``).
+
+    Returns the point, the row-sum multipliers, the ratio-row multipliers and the status. Clarabel's
+    dual ``z`` satisfies ``c + A^T z = 0`` with ``z`` free on the equalities, so the row-sum
+    multipliers are ``-z``.
+    """
     import clarabel
     from scipy import sparse
 
@@ -193,9 +211,13 @@ def _stochastic_lp_clarabel(cost: np.ndarray, upper, rows_sum) -> np.ndarray:
     cones = [clarabel.ZeroConeT(rows_sum.shape[0]), clarabel.NonnegativeConeT(upper.shape[0] + size)]
     solver = clarabel.DefaultSolver(sparse.csc_matrix((size, size)), cost, constraints, bounds, cones, settings)
     solution = solver.solve()
-    if str(solution.status) != "Solved":
-        raise LinearProgramError(f"ratio-bounded LP not solved by Clarabel: {solution.status}")
-    return np.asarray(solution.x)
+    status = str(solution.status)
+    point = np.asarray(solution.x)
+    if status in CLARABEL_FAILURES or not np.all(np.isfinite(point)):
+        raise LinearProgramError(f"ratio-bounded LP not solved by Clarabel: {status}")
+    duals = np.asarray(solution.z)
+    k = rows_sum.shape[0]
+    return point, -duals[:k], duals[k:k + upper.shape[0]], status
 
 
 def _vertex_lp_cvxpy(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
@@ -247,13 +269,16 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         shape=(n * m, k * m),
     )
     rows_sum = sparse.kron(sparse.eye(k, format="csr"), np.ones((1, m)), format="csr")
+    # the solvers' tolerances are absolute: costs scaled to at most 1 (prior x loss is often ~1e-4; HiGHS
+    # stopped at "Unknown" and Clarabel at "AlmostSolved" on such costs), multipliers scaled back
+    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
     if backend == "clarabel":
-        solution = _stochastic_lp_clarabel(cost.ravel(), upper, rows_sum)
+        solution, row_duals, pair_duals, status = _stochastic_lp_clarabel(scale * cost.ravel(), upper, rows_sum)
     elif backend == "highs":
         import scipy.optimize
 
         result = scipy.optimize.linprog(
-            cost.ravel(),
+            scale * cost.ravel(),
             A_ub=upper if n else None,
             b_ub=np.zeros(n * m) if n else None,
             A_eq=rows_sum,
@@ -262,9 +287,13 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
             method="highs-ipm",  # 4.6 s vs 26-33 s for simplex at k = m = 100 (10 x 10 grid)
             options=TIGHT_TOLERANCES,
         )
-        if result.status != 0:
+        if result.x is None or not np.all(np.isfinite(result.x)):
             raise LinearProgramError(f"ratio-bounded LP not solved: {result.message}")
-        solution = result.x
+        solution, status = result.x, "Optimal" if result.status == 0 else result.message
+        # linprog's marginals are d(objective)/d(right-hand side): the row-sum multipliers, and minus
+        # the multipliers of the rows "q_a - r q_b <= 0"
+        row_duals = np.asarray(result.eqlin.marginals, dtype=float)
+        pair_duals = -np.asarray(result.ineqlin.marginals, dtype=float) if n else np.zeros(0)
     else:
         raise ValueError(f"unknown backend {backend!r}; choose 'clarabel' or 'highs'")
     matrix = np.maximum(solution.reshape(k, m), 0.0)
@@ -274,4 +303,7 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         objective=float(np.sum(cost * matrix)),
         n_constraints=n * m,
         seconds=time.perf_counter() - start,
+        row_duals=row_duals / scale,
+        pair_duals=np.maximum(pair_duals, 0.0).reshape(n, m) / scale,
+        status=status,
     )

@@ -108,13 +108,19 @@ def test_auto_goes_to_column_generation_when_symmetry_is_lost_at_large_k():
         choose_route(Problem(privacy), "symmetry")
 
 
-def test_expected_loss_has_a_relaxation_lower_bound():
+def test_expected_loss_bounds_name_their_proof():
+    """A line: the truncated geometric closed form is the optimum (GRS 2009); a grid: the LP's Lagrangian bound."""
     privacy = line_metric(5, 0.7)
     loss = np.abs(np.arange(5)[:, None] - np.arange(5)[None, :]).astype(float)
     design = design_channel(privacy, "expected-loss", loss=loss)
     assert design.method == "expected-loss" and design.upper.kind == "certified channel"
-    assert design.lower.kind == "relaxation" and design.lower.value == 0.0  # the identity channel loses nothing
+    assert design.lower.kind == "closed form" and "closed-form" in design.reason
+    assert design.lower.value == pytest.approx(design.route.objective, abs=1e-15)  # the theorem's optimum
     assert_bounds(design)
+    grid = PrivacyMatrix.grid_l1((3, 3), 0.7)
+    boxed = design_channel(grid, "expected-loss")
+    assert boxed.lower.kind == "Lagrangian" and boxed.upper.value - boxed.lower.value < 1e-6
+    assert_bounds(boxed)
     assert design.objective == pytest.approx(float(np.sum(np.full(5, 0.2)[:, None] * loss * design.channel.matrix)), abs=1e-15)
     assert design.objective - design.route.objective == pytest.approx(design.margin_cost, abs=1e-15)
     with pytest.raises(ValueError, match="--exact applies to vertex designs"):

@@ -18,7 +18,7 @@ from designer.commands.design_inputs import (
     parse_floats,
     read_distribution,
 )
-from designer.commands.design_report import print_comparison, report_design
+from designer.commands.design_report import bounds_progress, print_comparison, print_loss_comparison, report_design
 from designer.defaults import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MAX_VERTICES,
@@ -44,7 +44,8 @@ def design_command(
     blocks: str = typer.Option(None, "--blocks", help="--family block: M equal blocks, or sizes 3,5,2."),
     grid: str = typer.Option(None, "--grid", help="--family metric-grid: shape, e.g. 4x4."),
     compare: bool = typer.Option(
-        False, "--compare", help="Also give the utility of the shipped mechanisms next to the optimum (class-structured E)."
+        False, "--compare", help="Also give the shipped mechanisms next to the optimum (class-structured E; "
+        "expected loss: exponential mechanism, randomised response, truncated geometric)."
     ),
     plot: Path = typer.Option(None, "--plot", help="With --compare: PNG of optimum and mechanisms over epsilon."),
     plot_eps: str = typer.Option(
@@ -73,7 +74,8 @@ def design_command(
         DEFAULT_MAX_VERTICES, "--max-vertices", help="Refuse cones with more vertices than this."
     ),
     max_seconds: float = typer.Option(
-        DEFAULT_MAX_SECONDS, "--max-seconds", help="Stop a vertex enumeration that takes longer than this."
+        DEFAULT_MAX_SECONDS, "--max-seconds", help="Budget of a vertex enumeration, of column generation and of an "
+        "expected-loss LP (which then returns its certified channel and bounds)."
     ),
     row_order: str = typer.Option(None, "--row-order", help="cdd row order (e.g. max_cutoff, lex_min)."),
     summary_file: Path = typer.Option(None, "--summary", help="Also write the JSON summary to this file."),
@@ -97,10 +99,10 @@ def design_command(
     given = [name for name, value in (("--E", e_file), ("--classes", classes_file), ("--family", family)) if value is not None]
     if len(given) != 1:
         fail(f"give exactly one of --E, --classes, --family (got {', '.join(given) or 'none'})")
-    if plot is not None and not compare:
-        fail("--plot draws the --compare figure: add --compare")
-    if compare and utility != "mutual-information":
-        fail("--compare gives mutual information; use --utility mutual-information")
+    if plot is not None and (not compare or utility == "expected-loss"):
+        fail("--plot draws the --compare figure of mutual information: add --compare, not with expected-loss")
+    if compare and utility not in ("mutual-information", "expected-loss"):
+        fail("--compare gives mutual information or expected loss; use --utility mutual-information or expected-loss")
     if not 0 <= gap < 1:
         fail(f"--gap must be in [0, 1), got {gap!r}")
     if threads is not None and threads < 1:
@@ -126,7 +128,8 @@ def design_command(
                 fail(f"{loss_file}: the loss has {loss.shape[0]} rows but E is {privacy.k} x {privacy.k}")
     else:
         alternative = read_distribution(alternative_file, "alternative", privacy)
-    with _ProgressBar(max_seconds) as progress:
+    formats = (".10g", ".1e") if utility == "expected-loss" else (".6f", ".2%")
+    with bounds_progress(utility if utility == "expected-loss" else "column generation", max_seconds, *formats) as progress:
         try:
             design = design_channel(
                 privacy, utility, prior, alternative=alternative, loss=loss, method=method, exact=exact, gap=gap,
@@ -135,13 +138,14 @@ def design_command(
             )
         except LinearProgramError as error:
             fail(str(error))
-    if compare and design.method != "symmetry":
-        fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
+    if compare and design.method not in ("symmetry", "expected-loss"):
+        fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16) "
+             "or --utility expected-loss")
     if not design.certified:
         report_design(design, Console(stderr=True))
         Console(stderr=True).print(f"{design.certificate.verdict}: the channel is not written", markup=False)
         raise typer.Exit(NOT_CERTIFIED)
-    extra, rows = _comparison(design, plot, plot_eps) if compare else ({}, [])
+    extra, rows = _comparison(design, plot, plot_eps, loss, prior) if compare else ({}, [])
     if exact and design.method != "symmetry":
         from designer.cone import irrational_ratio_note
 
@@ -162,7 +166,7 @@ def design_command(
     console = Console()
     report_design(design, console)
     if rows:
-        print_comparison(console, design.route.objective, rows)
+        (print_loss_comparison if design.method == "expected-loss" else print_comparison)(console, design.objective, rows)
     if extra.get("exact_note"):
         console.print(f"  exact: {extra['exact_note']}", markup=False, emoji=False)
     what = "channel" if design.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
@@ -176,8 +180,20 @@ def design_command(
                          if design.method == "symmetry" else ""), markup=False, emoji=False)
 
 
-def _comparison(design, plot: Path | None, plot_eps: str) -> tuple[dict, list]:
-    """The shipped mechanisms next to the optimum (``compare``), the figure over epsilon (``compare_curves``), the rows."""
+def _comparison(design, plot: Path | None, plot_eps: str, loss, prior) -> tuple[dict, list]:
+    """The shipped mechanisms next to the optimum (``compare``), the figure over epsilon (``compare_curves``), the rows.
+
+    Expected loss: the metric baselines (exponential mechanism, randomised response, truncated geometric),
+    each with the consumer's optimal remap, and their ratio to the optimum.
+    """
+    if design.method == "expected-loss":
+        import numpy as np
+
+        from designer.design.metric_compare import compare_expected_loss
+
+        privacy = design.route.privacy
+        rows = compare_expected_loss(privacy, 1.0 - np.eye(privacy.k) if loss is None else loss, prior, design.objective)
+        return {"compare": [row.__dict__ for row in rows]}, rows
     from designer.design.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
 
     structure = design.route.structure
@@ -213,31 +229,6 @@ def _write_package(design, document: dict, package: Path, key) -> dict:
 
     write_package(package, document)
     return document
-
-
-class _ProgressBar:
-    """Column generation's progress on stderr (both bounds and the gap), shown from its first round."""
-
-    def __init__(self, max_seconds: float):
-        self.max_seconds, self.bar, self.task = max_seconds, None, None
-
-    def __enter__(self):
-        return self.show
-
-    def show(self, lower: float, upper: float, seconds: float) -> None:
-        if self.bar is None:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                                console=Console(stderr=True), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("column generation", total=self.max_seconds)
-        relative = (upper - lower) / upper if upper > 0 else 0.0
-        self.bar.update(self.task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
-
-    def __exit__(self, *failure) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -31,6 +33,9 @@ def report_design(design: Design, console: Console) -> None:
     lower, upper = design.lower, design.upper
     console.print(f"  bounds: {lower.value:.12g} ({lower.kind}) <= optimum <= {upper.value:.12g} ({upper.kind})",
                   markup=False, emoji=False)
+    if design.method == "expected-loss":
+        console.print(f"  relative gap {route.gap:.1e} ({route.stopped}); lower bound: {route.bound}",
+                      markup=False, emoji=False)
     if design.interior is not None and design.interior.shrink > 0:
         console.print(f"  inside E: log-spreads shrunk by {design.interior.shrink:.2g} for exact certification "
                       f"(utility cost {design.margin_cost:.2g})", markup=False, emoji=False)
@@ -108,4 +113,43 @@ def print_comparison(console: Console, optimum: float, rows) -> None:
     table.add_row("optimum (orbit LP)", "", f"{optimum:.6g}", "1", "0")
     for row in rows:
         table.add_row(escape(f"{row.name} ({row.detail})" if row.detail else row.name), f"{row.epsilon:g}", f"{row.value:.6g}", f"{row.share:.4f}", f"{optimum - row.value:.4g}")
+    console.print(table)
+
+
+@contextmanager
+def bounds_progress(description: str, max_seconds: float, number: str = ".6f", gap: str = ".2%") -> Iterator[Callable]:
+    """A progress bar on stderr over the time budget; yields ``show(lower, upper, seconds)``, which prints both
+    bounds. The bar appears at the first ``show`` (a route that reports no bounds shows none)."""
+    bar, task = None, None
+
+    def show(lower: float, upper: float, seconds: float) -> None:
+        nonlocal bar, task
+        if bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                           console=Console(stderr=True), transient=True)
+            bar.start()
+            task = bar.add_task(description, total=max_seconds)
+        relative = (upper - lower) / abs(upper) if upper else 0.0
+        bar.update(task, completed=min(seconds, max_seconds),
+                   description=f"lower {lower:{number}}  upper {upper:{number}}  gap {relative:{gap}}")
+
+    try:
+        yield show
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
+def print_loss_comparison(console: Console, optimum: float, rows) -> None:
+    """The baselines' expected loss (each with the optimal remap) and their ratio to the optimum."""
+    from rich.table import Table
+
+    table = Table(title="expected loss of baselines (each with the consumer's optimal remap)")
+    for column in ("mechanism", "expected loss", "ratio to optimum", "certified"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right")
+    table.add_row("optimum", f"{optimum:.6g}", "1", "yes")
+    for row in rows:
+        table.add_row(escape(row.name), f"{row.loss:.6g}", f"{row.ratio:.4f}", "yes" if row.certified else "no")
     console.print(table)

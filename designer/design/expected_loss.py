@@ -1,61 +1,130 @@
-"""The E-LDP channel of least expected loss (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014).
+"""The E-LDP channel of least expected loss, with a proven lower bound (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014).
 
-Minimise ``sum_x prior_x sum_y Q[x, y] loss[x, y]`` over E-LDP channels: a direct LP
-over the k x m entries of Q, with only the non-redundant pairs of E as constraints (for
-a graph metric: its edges), repaired onto the cone and certified like every float design
-(:mod:`designer.design.repair`).
+Minimise ``sum_x prior_x sum_y Q[x, y] loss[x, y]`` over E-LDP channels. Every column of Q lies in
+the cone ``C_E``; only the non-redundant pairs of E are constraints (for a graph metric: its edges,
+as Bordenabe et al. observe). Three methods, chosen by ``method="auto"``:
+
+- ``"closed-form"``: E is ``epsilon |i - j|`` after a relabelling and the loss is non-decreasing in
+  ``|i - r|``: the truncated geometric mechanism with the consumer's optimal remap is optimal
+  (Ghosh, Roughgarden, Sundararajan, STOC 2009; :mod:`designer.design.geometric`);
+- ``"direct"``: the k x m LP at once (:func:`solvers.linear.solve_ratio_bounded_stochastic_lp`,
+  Clarabel, then HiGHS when Clarabel's solve is inaccurate or its bound is not within the gap);
+  auto uses it while ``k m <= DIRECT_MAX_ENTRIES``;
+- ``"column-generation"``: the LP by output, never built at once (:mod:`designer.design.loss_decomposition`).
+
+Whatever the method, the channel is repaired onto the cone (raised, then lowered:
+:mod:`designer.design.repair`) and certified; its expected loss is the **upper bound**. The
+**lower bound** is LP duality evaluated with outward rounding from the solver's multipliers
+(:func:`solvers.ratio_lp.lagrangian_lower_bound`), or, for the closed form, the theorem. An
+inaccurate solver status is never an error: the bounds say how good the channel is.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from designer.channel import Channel
+from designer.defaults import DEFAULT_MAX_SECONDS
 from designer.design.repair import (
     certify_design,
     check_design_levels,
     default_uniform,
     project_into_cone,
+    raise_into_cone,
 )
-from designer.design.result import DesignResult
+from designer.design.result import DesignResult, json_float
 from designer.spec import PrivacyMatrix
-from solvers.linear import solve_ratio_bounded_stochastic_lp
 
-#: Relative shrink of E in the interior-point expected-loss LP (see design_expected_loss).
-INTERIOR_POINT_SHRINK = 1e-6
+#: Methods of :func:`design_expected_loss`.
+EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation")
+#: ``method="auto"`` solves the direct LP while ``k m`` is at most this (k = m = 50), else by output.
+DIRECT_MAX_ENTRIES = 2_500
+#: Default relative gap ``(upper - lower) / upper`` at which the LP methods stop.
+DEFAULT_LOSS_GAP = 1e-7
+
+
+@dataclass
+class ExpectedLossDesign(DesignResult):
+    """A certified channel with a bracket ``lower_bound <= optimum <= upper_bound`` of the least expected loss.
+
+    ``objective`` (the upper bound) is the certified channel's own expected loss. ``method`` is the
+    method that produced it and ``reason`` why it was chosen; ``bound`` says where the lower bound
+    comes from; ``stopped`` why an LP method stopped (``"gap"``, ``"priced out"``, ``"time"``, ``"solved"``).
+    """
+
+    lower_bound: float = -math.inf
+    method: str = ""
+    reason: str = ""
+    bound: str = ""
+    stopped: str = ""
+    history: list = field(default_factory=list)
+
+    @property
+    def upper_bound(self) -> float:
+        return self.objective
+
+    @property
+    def gap(self) -> float:
+        """``(upper - lower) / |upper|`` (0 when both are 0)."""
+        width = self.objective - self.lower_bound
+        return width / abs(self.objective) if self.objective else (0.0 if width <= 0 else math.inf)
+
+    def summary(self) -> dict:
+        return {
+            **super().summary(),
+            "lower_bound": json_float(self.lower_bound),
+            "upper_bound": self.objective,
+            "gap": json_float(self.gap),
+            "method": self.method,
+            "method_reason": self.reason,
+            "bound": self.bound,
+            "stopped": self.stopped,
+            "history": self.history,
+        }
 
 
 def design_expected_loss(
-    privacy: PrivacyMatrix, loss, prior=None, constraints: str = "nonredundant", backend: str = "clarabel"
-) -> DesignResult:
-    """The E-LDP channel of least expected loss ``sum_x prior_x sum_y Q[x,y] loss[x,y]``.
-
-    Bordenabe, Chatzikokolakis, Palamidessi (CCS 2014): a direct LP over the
-    k x m entries of Q, outputs indexed like the columns of ``loss`` (e.g.
-    outputs = inputs with ``loss = distance``).
+    privacy: PrivacyMatrix,
+    loss,
+    prior=None,
+    method: str = "auto",
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    progress: Callable[[float, float, float], None] | None = None,
+    gap: float = DEFAULT_LOSS_GAP,
+    constraints: str = "nonredundant",
+    backend: str = "clarabel",
+) -> ExpectedLossDesign:
+    """The E-LDP channel of least expected loss ``sum_x prior_x sum_y Q[x,y] loss[x,y]`` (module docstring).
 
     Parameters
     ----------
     privacy : PrivacyMatrix
     loss : array_like (k, m)
-        Finite loss of reporting y when the truth is x.
+        Finite loss of reporting y when the truth is x (outputs indexed like the columns).
     prior : array_like (k,), optional
         Default uniform.
+    method : {"auto", "closed-form", "direct", "column-generation"}
+    max_seconds : float
+        Wall-clock budget of the LP methods; on time out the certified channel so far is returned
+        with its bounds (``stopped="time"``).
+    progress : callable, optional
+        ``progress(lower, upper, seconds)`` after each solve or round.
+    gap : float
+        The LP methods stop when ``(upper - lower) <= gap * upper``.
     constraints : {"nonredundant", "all-pairs"}
-        ``"nonredundant"`` uses :meth:`PrivacyMatrix.nonredundant_pairs` (for a
-        graph metric, the graph's edges); ``"all-pairs"`` every finite pair
-        (same optimum, for comparison).
+        ``"nonredundant"``: :meth:`PrivacyMatrix.nonredundant_pairs` (for a graph metric, the edges);
+        ``"all-pairs"``: every finite pair (same optimum, for comparison; direct LP only).
     backend : {"clarabel", "highs"}
-        LP solver (see :func:`solvers.linear.solve_ratio_bounded_stochastic_lp`):
-        Clarabel's interior point (default, fastest on large grids) or HiGHS
-        (a vertex solution). An interior-point solution violates constraints
-        by up to its tolerance, so with Clarabel the LP uses the levels
-        ``E * (1 - INTERIOR_POINT_SHRINK)``: the slack absorbs the solver's
-        errors and the channel certifies against E with a positive margin, at
-        a relative cost of about 1e-6 in expected loss (scaling E keeps
-        redundant pairs redundant, so edges and all pairs still agree).
+        First solver of the direct LP; the other is tried when the first fails or misses the gap.
+
+    Returns
+    -------
+    ExpectedLossDesign
     """
     start = time.perf_counter()
     check_design_levels(privacy)
@@ -66,23 +135,39 @@ def design_expected_loss(
     if not np.all(np.isfinite(loss)):
         raise ValueError("loss entries must be finite")
     prior = default_uniform(prior, k)
-    if constraints == "nonredundant":
-        pairs = privacy.nonredundant_pairs()
-    elif constraints == "all-pairs":
-        pairs = np.argwhere(np.isfinite(privacy.epsilon) & ~np.eye(k, dtype=bool))
-    else:
+    if method not in EXPECTED_LOSS_METHODS:
+        raise ValueError(f"method must be one of {', '.join(EXPECTED_LOSS_METHODS)}, got {method!r}")
+    if constraints not in ("nonredundant", "all-pairs"):
         raise ValueError(f"constraints must be 'nonredundant' or 'all-pairs', got {constraints!r}")
-    levels = privacy.epsilon[pairs[:, 0], pairs[:, 1]] if pairs.size else np.empty(0)
-    shrink = INTERIOR_POINT_SHRINK if backend == "clarabel" else 0.0
-    ratios = np.exp(levels * (1.0 - shrink))
-    solution = solve_ratio_bounded_stochastic_lp(prior[:, None] * loss, pairs, ratios, backend=backend)
-    lp_seconds = solution.seconds
-    channel = Channel(project_into_cone(privacy, solution.matrix))
+    if backend not in ("clarabel", "highs"):
+        raise ValueError(f"unknown backend {backend!r}; choose 'clarabel' or 'highs'")
+    method, reason, line = route_expected_loss(privacy, loss, method, constraints)
+    timings = {}
+    if method == "closed-form":
+        from designer.design.geometric import design_line
+
+        matrix = design_line(*line, loss, prior)
+        channel = Channel(matrix)
+        lower, bound, stopped, history = None, "closed form optimal (Ghosh, Roughgarden, Sundararajan 2009)", "solved", []
+        methods = [f"truncated geometric mechanism, epsilon {line[1]:g}, with the optimal remap"]
+    else:
+        cost = prior[:, None] * loss
+        if method == "direct":
+            solved = _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, start)
+        else:
+            from designer.design.loss_decomposition import decompose_by_output
+
+            solved = decompose_by_output(privacy, cost, gap, max_seconds - (time.perf_counter() - start), progress)
+        matrix, lower, stopped, history, methods = solved
+        tick = time.perf_counter()
+        channel = Channel(project_into_cone(privacy, raise_into_cone(privacy, matrix)))
+        timings["repair"] = time.perf_counter() - tick
+        bound = "LP duality (the solver's multipliers, outward rounding)"
     tick = time.perf_counter()
     certificate = certify_design(channel, privacy, exact=False)
-    certify_seconds = time.perf_counter() - tick
+    timings["certify"] = time.perf_counter() - tick
     objective = float(np.sum(prior[:, None] * loss * channel.matrix))
-    return DesignResult(
+    return ExpectedLossDesign(
         channel=channel,
         privacy=privacy,
         utility="expected-loss",
@@ -94,6 +179,87 @@ def design_expected_loss(
         n_outputs=channel.n_outputs,
         seconds=time.perf_counter() - start,
         certificate=certificate,
-        methods=[f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {backend})"],
-        timings={"lp": lp_seconds, "certify": certify_seconds},
+        methods=methods,
+        timings=timings,
+        lower_bound=objective if lower is None else min(lower, objective),
+        method=method,
+        reason=reason,
+        bound=bound,
+        stopped=stopped,
+        history=history,
     )
+
+
+def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = "auto",
+                        constraints: str = "nonredundant") -> tuple[str, str, tuple | None]:
+    """``(method, reason, line)``: which method :func:`design_expected_loss` runs and why.
+
+    ``line`` is ``(order, epsilon)`` of :func:`designer.design.geometric.line_order` for the closed form.
+    An explicit ``"closed-form"`` that does not apply raises ValueError naming the reason.
+    """
+    from designer.design.geometric import line_order, monotone_about_truth
+
+    k, m = loss.shape
+    line = None
+    why_not = "all-pairs constraints were asked for" if constraints == "all-pairs" else None
+    if why_not is None and method in ("auto", "closed-form"):
+        line = line_order(privacy)
+        if line is None:
+            why_not = "E is not epsilon |i - j| under any relabelling"
+        elif not monotone_about_truth(loss[np.ix_(line[0], line[0])] if m == k else loss):
+            why_not = "the loss is not k x k and non-decreasing in |i - r| (in the line's order)"
+            line = None
+    if method == "closed-form":
+        if line is None:
+            raise ValueError(f"the closed form does not apply: {why_not}")
+        return "closed-form", "requested", line
+    if method != "auto":
+        return method, "requested", None
+    if line is not None:
+        return "closed-form", "E is epsilon |i - j| after relabelling and the loss is monotone in |i - r|", line
+    if k * m <= DIRECT_MAX_ENTRIES or constraints == "all-pairs":
+        return "direct", f"k m = {k * m} <= {DIRECT_MAX_ENTRIES} ({why_not})", None
+    return "column-generation", f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output ({why_not})", None
+
+
+def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, start):
+    """The direct LP (module docstring): the first backend, the other when it fails; refined by output when the gap is missed.
+
+    An inaccurate solve (Clarabel's ``AlmostSolved``) is kept when its bound is within ``gap``; else its
+    repaired channel seeds column generation by output, whose first pricing round gives exact pair
+    multipliers for the bound (a few rounds usually close it). When both solvers fail, column
+    generation starts from its own columns.
+    """
+    from designer.design.loss_decomposition import constraint_pairs, decompose_by_output
+    from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
+    from solvers.ratio_lp import lagrangian_lower_bound
+
+    pairs, ratios, bound_ratios = constraint_pairs(privacy, constraints)
+    notes, history, solution = [], [], None
+    for name in (backend, "highs" if backend == "clarabel" else "clarabel"):
+        try:
+            solution = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=name)
+            break
+        except LinearProgramError as error:
+            notes.append(f"{name}: {error}")
+    seed = None
+    lower = -math.inf
+    if solution is not None:
+        seed = project_into_cone(privacy, raise_into_cone(privacy, solution.matrix))
+        upper = float(np.sum(cost * seed))
+        lower = lagrangian_lower_bound(cost, solution.row_duals, pairs, bound_ratios, solution.pair_duals)
+        history.append({"backend": name, "status": solution.status, "upper": upper, "lower_bound": lower,
+                        "seconds": round(time.perf_counter() - start, 3)})
+        notes.append(f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {name}, {solution.status})")
+        if progress is not None:
+            progress(lower, upper, time.perf_counter() - start)
+        if upper - lower <= gap * abs(upper):
+            return seed, lower, "gap", history, notes
+        if constraints == "all-pairs":  # a comparison of constraint sets: the solver's answer, not refined
+            return seed, lower, "solved", history, notes
+        if time.perf_counter() - start > max_seconds:
+            return seed, lower, "time", history, notes
+        notes.append(f"gap {(upper - lower) / abs(upper):.1e} above {gap:g}: refined by column generation by output")
+    matrix, refined, stopped, more_history, more_notes = decompose_by_output(
+        privacy, cost, gap, max_seconds - (time.perf_counter() - start), progress, seed)
+    return matrix, max(lower, refined), stopped, history + more_history, notes + more_notes

@@ -197,16 +197,18 @@ def _expected_loss(problem: Problem, route: Route, options: dict) -> Design:
 
     privacy = problem.densified()
     loss = np.asarray(problem.loss, dtype=float) if problem.loss is not None else 1.0 - np.eye(privacy.k)
-    result = design_expected_loss(privacy, loss, problem.prior)
+    result = design_expected_loss(privacy, loss, problem.prior, max_seconds=options["max_seconds"],
+                                  progress=options["progress"])
     prior = problem.prior_or_uniform()
-    floor = float(prior @ loss.min(axis=1))
-    lower = Bound(floor, "relaxation", "the least loss of any channel, without the privacy constraint")
+    kind = "closed form" if result.method == "closed-form" else "Lagrangian"
+    lower = Bound(result.lower_bound, kind, result.bound)
+    reason = f"expected loss, {result.method}: {result.reason}"
     if not result.certified:
-        return Design(route.method, route.reason, problem.privacy, problem.utility, result.channel, result.objective,
+        return Design(route.method, reason, problem.privacy, problem.utility, result.channel, result.objective,
                       lower, Bound(result.objective, "certified channel", "not certified"), result.certificate, result)
     channel, interior, certificate = _inside(result.channel, privacy, result.certificate.tight_epsilon)
     objective = float(np.sum(prior[:, None] * loss * channel.matrix))
-    return Design(route.method, route.reason, problem.privacy, problem.utility, channel, objective, lower,
+    return Design(route.method, reason, problem.privacy, problem.utility, channel, objective, lower,
                   Bound(objective, "certified channel", "the returned channel's expected loss"), certificate, result,
                   interior, objective - result.objective, timings=result.timings)
 

@@ -93,6 +93,21 @@ def merge_proportional_columns(matrix, decimals: int = MERGE_DECIMALS) -> np.nda
     return merged[:, np.argsort(first)]
 
 
+def raise_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
+    """The smallest matrix above ``matrix`` whose columns lie in ``C_E``: ``Q'[x, y] = max_z exp(-E*[z, x]) Q[z, y]``.
+
+    An LP solver's absolute tolerance (~1e-10) leaves tiny entries (``e^{-eps d}`` far from an
+    output) relatively wrong, even 0; lowering the column onto the cone (:func:`project_into_cone`)
+    would then pull the whole column down to them. Raising moves every entry by at most about the
+    solver's absolute violation, and the result is in the cone by the triangle inequality of the
+    closure E* (the mirror image of step 1 of :func:`project_into_cone`). Rows then sum to slightly
+    more than 1: pass the result to :func:`project_into_cone`, which restores the row sums by scaling columns.
+    """
+    transposed_closure = privacy.closure().epsilon.T
+    logs = -min_plus_product(transposed_closure, -safe_log(matrix))
+    return np.where(logs > -745.0, np.exp(logs), 0.0)
+
+
 def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
     """Repair a nearly E-LDP channel into an E-LDP one, moving entries by about the violation.
 

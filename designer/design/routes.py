@@ -4,8 +4,9 @@ Routes (``Route.method``) and when ``method="auto"`` takes each, in this order:
 
 1. ``"closed-form"`` — an entry of :data:`designer.design.closed_form.CLOSED_FORMS` that applies
    (and runs under auto); ``method="closed-form"`` also tries the others, and refuses when none applies.
-2. ``"expected-loss"`` — the utility is the expected loss: the direct LP of
-   :func:`designer.design.expected_loss.design_expected_loss` on the dense E.
+2. ``"expected-loss"`` — the utility is the expected loss:
+   :func:`designer.design.expected_loss.design_expected_loss` on the dense E (the truncated
+   geometric closed form on a line, the direct LP, or column generation by output at scale).
 3. ``"symmetry"`` — the orbit LP of :func:`designer.design.symmetry.design_symmetric`: E given by
    classes (:class:`~designer.design.symmetry.ClassStructure`), or a dense E above
    :data:`ENUMERATION_K` symbols whose twin classes (with the prior and alternative) make it
@@ -79,7 +80,8 @@ def choose_route(problem: Problem, method: str = "auto") -> Route:
             raise ValueError("--method column-generation designs for mutual information in floating point (no --exact)")
         return Route("column-generation", "column generation with certified bounds (asked for)")
     if problem.utility == "expected-loss":
-        return Route("expected-loss", "expected loss: the direct LP over the channel's entries (Bordenabe et al. 2014)")
+        return Route("expected-loss", "expected loss: the line's closed form, the direct LP or column generation by "
+                     "output (designer.design.expected_loss says which and why)")
     exact = " (exact)" if problem.exact else ""
     if isinstance(problem.privacy, ClassStructure):
         if method == "enumerate":

@@ -47,10 +47,15 @@ Second upper bound (a relaxation with symmetry): every E-LDP channel satisfies
 so it is E'-LDP for the row-constant ``E'[x, x'] = eps'_x`` and ``OPT(E) <= OPT(E')``. Rounding the
 row maxima of the closure up to a grid of a few levels makes E' class-structured, and the orbit
 LP (:mod:`designer.design.symmetry`) gives ``OPT(E')`` exactly (:func:`symmetric_relaxation_bound`).
-The reported upper bound is the smaller of the two.
+The orbit LP is capped at about a tenth of the time budget (:data:`ORBITS_PER_SECOND`); the columns of
+the orbit LP are scaled to sum 1, so levels of 49 and more (a line of 50 at epsilon = 1) stay finite.
+Third upper bound, finite at any epsilon x diameter: ``I(X; Y) <= H(X)`` (:func:`entropy_upper_bound`).
+The reported upper bound is the smallest of the three.
 
-Lower bound: the master's channel, repaired onto the cone
-(:func:`designer.design.project_into_cone`) and certified
+Lower bound: the master's channel, repaired onto the cone (raised by
+:func:`designer.design.repair.raise_into_cone`, then :func:`designer.design.repair.project_into_cone`:
+a pricing vertex's entries far below the solver's tolerance, ``e^{-49}`` on a line of 50 at epsilon 1,
+come back as 0, and lowering alone would pull whole columns to them) and certified
 (:func:`designer.certify.certify`); its own mutual information is reported.
 The gap is ``(upper - lower) / upper``; a run that stops on its time budget says
 so and is never called optimal.
@@ -70,7 +75,7 @@ from scipy import sparse
 from designer.certify import Certificate, certify
 from designer.channel import Channel
 from designer.design.gap.closure_columns import subset_pricing
-from designer.design.repair import merge_proportional_columns, project_into_cone
+from designer.design.repair import merge_proportional_columns, project_into_cone, raise_into_cone
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information, mutual_information
 from solvers.argmin_split import ArgminSplit
@@ -82,8 +87,14 @@ from solvers.linear import solve_vertex_lp
 REDUCED_COST_TOLERANCE = 1e-9
 #: Most levels of the row-constant relaxation (fewer when the orbit LP would be too large).
 RELAXATION_LEVELS = 6
-#: Largest orbit LP solved for the relaxation bound (about a second).
+#: Largest orbit LP solved for the relaxation bound (about a second on a quiet machine).
 RELAXATION_ORBITS = 100_000
+#: Orbits per second of the relaxation bound (orbit LP and its Arb proof), rounded down from 5,200 measured
+#: under load (85,683 orbits in 16.5 s, line k = 50, epsilon = 1): with RELAXATION_SHARE it caps the orbit LP so
+#: that the bound takes about a tenth of the budget and ``max_seconds`` holds.
+ORBITS_PER_SECOND = 2_000
+#: Share of the time budget for the relaxation bound.
+RELAXATION_SHARE = 0.1
 #: Share of the time budget given first to the linearisation heuristic of solvers.column_generation
 #: (it stops earlier when a pricing round finds no improving column); the rest goes to the bound.
 HEURISTIC_SHARE = 0.3
@@ -103,6 +114,10 @@ SPLIT_MAX_K = 100
 #: tree's: on few-level cones it is far below (0.03 on classic eps = 1, Zipf prior, k = 50); on random E it
 #: was 0.92 after the trial, and over a long search the single tree proves more (benchmarks/RESULTS.md).
 SPLIT_ADVANTAGE = 0.5
+#: Seconds per input the split's root LPs may take (0.056 measured at k = 100 under load 9; 31 s at k = 200 on a quiet
+#: machine is 0.155): the trial runs only when the time left is at least twice this times k, since every piece's
+#: root is solved before the split's bound exists, so a short budget would be overrun.
+SPLIT_ROOT_SECONDS = 0.2
 #: Nodes per input that each of the two searches gets in that first round (equal node counts: a
 #: deterministic choice; the split needs ~8 bisections of each piece's scale before it pays).
 TRIAL_NODES_PER_INPUT = 40
@@ -217,7 +232,8 @@ def design_with_gap(
     )
     columns = seeded.columns
     values = column_information(prior, columns.T)
-    relaxed = symmetric_relaxation_bound(privacy, prior)
+    orbit_budget = min(RELAXATION_ORBITS, int(ORBITS_PER_SECOND * RELAXATION_SHARE * max_seconds))
+    relaxed = min(symmetric_relaxation_bound(privacy, prior, orbit_budget), entropy_upper_bound(prior))
     upper, rounds, nodes, budget = relaxed, 0, 0, ROUND_SECONDS
     history = []
     stopped = "time"
@@ -230,6 +246,8 @@ def design_with_gap(
         remaining = max_seconds - (time.perf_counter() - start)
         search = {"tolerance": max(PRICING_SHARE * gap_tolerance * master.objective, 1e-9),
                   "max_seconds": max(min(budget, remaining), 0.05), "keep_points": REDUCED_COST_TOLERANCE}
+        if split is not None and remaining < 2 * SPLIT_ROOT_SECONDS * k:
+            split = None  # not enough time left for its k root LPs
         if split is not None:  # the trial: equal node counts, not the round's seconds
             search.update(max_nodes=TRIAL_NODES_PER_INPUT * k, max_seconds=max(remaining, 0.05))
         result = pricing.run(-master.duals, lower_box, upper_box, F_DIVERGENCES["kl"], resume=result, **search)
@@ -269,7 +287,7 @@ def design_with_gap(
     weights = master.weights
     keep = weights > 0
     matrix = merge_proportional_columns((columns[keep] * weights[keep, None]).T)
-    matrix = project_into_cone(privacy, matrix)
+    matrix = project_into_cone(privacy, raise_into_cone(privacy, matrix))
     channel = Channel(matrix)
     certificate = certify(channel, privacy)
     certified_value = mutual_information(prior, channel)
@@ -331,8 +349,20 @@ def closure_column_generation(privacy: PrivacyMatrix, prior: np.ndarray, columns
     return columns
 
 
-def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> float:
+def entropy_upper_bound(prior: np.ndarray) -> float:
+    """``H(prior)`` rounded up: ``I(X; Y) <= H(X)`` for every channel, a finite bound at any epsilon x diameter.
+
+    Each term ``-p log p`` is within a few ulps; the sum is raised by ``4 k`` machine epsilons of itself.
+    """
+    positive = prior[prior > 0]
+    total = math.fsum(-positive * np.log(positive))
+    return math.nextafter(total * (1.0 + 4 * prior.size * np.finfo(float).eps), math.inf)
+
+
+def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray, max_orbits: int = RELAXATION_ORBITS) -> float:
     """An upper bound on ``OPT(E')`` for the row-constant relaxation E' >= E* of the module docstring (inf if none).
+
+    ``max_orbits`` caps the orbit LP (fewer levels, a looser bound, when the budget is short).
 
     The orbit LP's float duals are made feasible and evaluated in Arb
     (:func:`designer.design.symmetry.exact.information_upper_bound`), so the bound is proven, not the LP's float value.
@@ -363,7 +393,7 @@ def symmetric_relaxation_bound(privacy: PrivacyMatrix, prior: np.ndarray) -> flo
         label = label.ravel()
         groups = [np.flatnonzero(label == a) for a in range(label.max() + 1)]
         level_of = np.array([relaxed[group[0]] for group in groups])
-        if math.prod(group.size + 1 for group, level in zip(groups, level_of) if 0 < level < np.inf) > RELAXATION_ORBITS:
+        if math.prod(group.size + 1 for group, level in zip(groups, level_of) if 0 < level < np.inf) > max_orbits:
             continue
         structure = ClassStructure(
             [group.size for group in groups], np.repeat(level_of[:, None], len(groups), axis=1),

@@ -1,0 +1,155 @@
+"""Metric E at real sizes (issue 29): expected loss by closed form and by output, mutual information bounds.
+
+Run: .venv/bin/python benchmarks/bench_geo.py                      (every case but the largest)
+     .venv/bin/python benchmarks/bench_geo.py --cases grid40,rgg1000  (named cases)
+
+Every case runs in a child process (its peak resident memory is its own, ``ru_maxrss``) and prints one
+JSON line; the parent prints a table. The baseline of the same run is the direct LP (Clarabel, all at
+once) on a 10 x 10 grid, the method of the issue's starting point; every time is also given as a multiple
+of it, since the machine is shared and its load varies (the load average is printed before and after), and
+the child's CPU seconds (user + system, all threads) are given too.
+
+Cases
+-----
+line1000-uniform, line1000-zipf  line k = 1000, epsilon = 0.5, absolute error: ``design_expected_loss``
+                                 (auto: the closed form), its time split, and the LP check ``line1000-lp``
+                                 (column generation by output on the same E, the closed form must lie in
+                                 its bracket; not in the default cases).
+grid10-direct, grid10            the baseline and column generation by output on a 10 x 10 grid.
+grid20-manhattan, grid20-squared 20 x 20 grid, epsilon = 0.5, uniform prior: certified channel, gap.
+grid40                           40 x 40 grid (k = 1,600), Manhattan loss.
+rgg1000                          random geometric graph, 1,000 nodes (networkx, seed 0, radius 0.06, largest
+                                 component), E = epsilon d_G with Euclidean edge lengths scaled so the mean
+                                 edge's level is 0.5; loss = d_G.
+mi-line50-eps1, mi-line50-eps2, mi-grid10
+                                 mutual information, column generation with bounds, 60 s budget: gap, time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_CASES = ("grid10-direct", "line1000-uniform", "line1000-zipf", "grid10", "grid20-manhattan", "grid20-squared",
+                 "mi-line50-eps1", "mi-line50-eps2", "mi-grid10")
+ALL_CASES = (*DEFAULT_CASES, "line1000-lp", "grid40", "rgg1000")
+
+
+def grid(side: int, squared: bool = False):
+    from designer.spec import PrivacyMatrix
+
+    cells = np.array(list(np.ndindex(side, side)))
+    distance = np.abs(cells[:, None, :] - cells[None, :, :]).sum(axis=2).astype(float)
+    return PrivacyMatrix.grid_l1((side, side), 0.5), distance**2 if squared else distance, None
+
+
+def line(k: int, prior: str):
+    from designer.spec import PrivacyMatrix
+
+    distance = np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]).astype(float)
+    zipf = 1.0 / np.arange(1, k + 1) ** 1.1
+    return PrivacyMatrix.metric(distance, 0.5), distance, None if prior == "uniform" else zipf / zipf.sum()
+
+
+def random_geometric(nodes: int = 1000, radius: float = 0.06):
+    import networkx as nx
+
+    from designer.spec import PrivacyMatrix
+
+    graph = nx.random_geometric_graph(nodes, radius, seed=0)
+    graph = graph.subgraph(max(nx.connected_components(graph), key=len)).copy()
+    position = nx.get_node_attributes(graph, "pos")
+    for u, v in graph.edges:
+        graph.edges[u, v]["weight"] = float(np.hypot(*(np.subtract(position[u], position[v]))))
+    mean_edge = float(np.mean([data["weight"] for *_, data in graph.edges(data=True)]))
+    privacy = PrivacyMatrix.from_graph(graph, 0.5 / mean_edge)
+    return privacy, privacy.epsilon * mean_edge / 0.5, None
+
+
+def expected_loss_case(name: str) -> dict:
+    from designer.design.expected_loss import design_expected_loss
+
+    start = time.perf_counter()
+    if name.startswith("line1000"):
+        privacy, loss, prior = line(1000, "zipf" if name.endswith("zipf") else "uniform")
+    elif name.startswith("rgg"):
+        privacy, loss, prior = random_geometric()
+    else:
+        side = int(name[4:6])
+        privacy, loss, prior = grid(side, name.endswith("squared"))
+    built = time.perf_counter() - start
+    method = {"grid10-direct": "direct", "line1000-lp": "column-generation"}.get(name, "auto")
+    result = design_expected_loss(privacy, loss, prior, method=method, max_seconds=1800)
+    row = {"k": privacy.k, "method": result.method, "lower": result.lower_bound, "upper": result.upper_bound,
+           "gap": result.gap, "certified": result.certified, "stopped": result.stopped, "build_seconds": built,
+           "seconds": time.perf_counter() - start, "timings": result.timings, "detail": result.methods[-1]}
+    if name == "line1000-lp":
+        from designer.design.geometric import design_line, line_order
+
+        closed = float(np.sum(loss / 1000 * design_line(*line_order(privacy), loss, np.full(1000, 1e-3))))
+        row["closed_form"] = closed
+        row["closed_form_in_bracket"] = result.lower_bound <= closed <= result.upper_bound
+    return row
+
+
+def information_case(name: str) -> dict:
+    import networkx as nx
+
+    from designer.design.gap import design_with_gap
+    from designer.spec import PrivacyMatrix
+
+    privacy = PrivacyMatrix.grid_l1((10, 10), 1.0) if name == "mi-grid10" else PrivacyMatrix.from_graph(
+        nx.path_graph(50), 1.0 if name.endswith("eps1") else 2.0)
+    budget = 60.0
+    start = time.perf_counter()
+    result = design_with_gap(privacy, None, 0.01, budget)
+    seconds = time.perf_counter() - start
+    return {"k": privacy.k, "method": "column generation (MI)", "lower": result.lower, "upper": result.upper,
+            "gap": result.gap, "certified": result.certified, "stopped": result.stopped, "seconds": seconds,
+            "budget": budget, "over_budget": seconds / budget - 1}
+
+
+def child(name: str) -> None:
+    row = information_case(name) if name.startswith("mi-") else expected_loss_case(name)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    row["peak_rss_mb"] = usage.ru_maxrss / 1024
+    row["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+    print(json.dumps({"case": name, **row}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default=",".join(DEFAULT_CASES), help=f"comma-separated, from {', '.join(ALL_CASES)}")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        child(arguments.child)
+        return
+    print("load before:", os.getloadavg())
+    rows = []
+    for name in ("grid10-direct", *[case for case in arguments.cases.split(",") if case != "grid10-direct"]):
+        output = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, check=True)
+        rows.append(json.loads(output.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    baseline = rows[0]["seconds"]
+    print("load after:", os.getloadavg())
+    print(f"\n{'case':18} {'k':>5} {'method':22} {'upper':>16} {'gap':>9} {'seconds':>8} {'x base':>7} {'CPU s':>8} "
+          f"{'peak MB':>8}")
+    for row in rows:
+        print(f"{row['case']:18} {row['k']:5d} {row['method']:22} {row['upper']:16.12g} {row['gap']:9.1e} "
+              f"{row['seconds']:8.2f} {row['seconds'] / baseline:7.2f} {row['cpu_seconds']:8.1f} {row['peak_rss_mb']:8.0f}")
+
+
+if __name__ == "__main__":
+    main()
