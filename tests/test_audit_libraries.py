@@ -133,7 +133,7 @@ def test_library_reports_are_compact_arrays():
 
 
 def test_compact_integers_keeps_the_values():
-    from designer.audit.sources import compact_integers
+    from designer.audit.reports import compact_integers
 
     for values, kind in (([0, 1, 1], np.int8), ([-129, 5], np.int16), ([2**31, 0], np.int64), ([40000, 1], np.int32)):
         array = compact_integers(np.array(values, dtype=np.int64))

@@ -19,7 +19,8 @@
 
 from designer.audit.collect import Budget, collect_reports
 from designer.audit.loop import close_loop, estimate_channel, goodness_of_fit, output_counts
-from designer.audit.sources import CommandSampler, PythonSampler, ReportFile, parse_arguments
+from designer.audit.sources import CommandSampler, PythonSampler, ReportFile
+from designer.audit.usercode import parse_arguments
 from designer.audit.verdict import AuditResult, PairResult, audit_reports
 
 __all__ = [
