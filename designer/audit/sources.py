@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from designer.audit.lines import make_reader, split_lines
-from designer.audit.reports import as_report_array, as_text, concatenate_reports, unify_reports
+from designer.audit.reports import as_report_array, as_text, unify_reports
 from designer.audit.usercode import call_user, load_callable
 from designer.audit.worker import Worker, WorkerTimeout
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
@@ -154,7 +154,7 @@ class _SamplerCall:
         if self.function is None:
             self.function = load_callable(self.spec)
         if isinstance(x, tuple):
-            reports = concatenate_reports([self._draw(value, 1, rng) for value in x], "the sampler's sequence")
+            reports = as_report_array([self._one(value, rng) for value in x], len(x), "the sampler's sequence")
         else:
             reports = self._draw(x, n, rng)
         spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", None)  # None: a seedless sequence
@@ -163,6 +163,13 @@ class _SamplerCall:
     def _draw(self, x: int, n: int, rng: np.random.Generator) -> np.ndarray:
         where = f"the sampler (input {x})"
         return as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where)
+
+    def _one(self, x: int, rng: np.random.Generator):
+        """The one report of a call ``sampler(x, 1, rng)`` (checked as a sequence of one report)."""
+        raw = call_user(self.function, f"the sampler (input {x})", x, 1, rng, **self.arguments)
+        if isinstance(raw, (str, bytes)) or not hasattr(raw, "__len__") or len(raw) != 1:
+            as_report_array(raw, 1, f"the sampler (input {x})")  # raises, naming what is wrong
+        return raw[0]
 
 
 def check_timeout(timeout: float) -> None:
