@@ -42,7 +42,7 @@ from designer.deploy.sampler import TableSampler
 from designer.deploy.structured import build_hadamard_package, build_high_low_package
 from designer.deploy.table import deployable_table
 from designer.deploy.vectorised import VectorisedSampler
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.examples import example_path
 from designer.io import read_channel, read_privacy_matrix, read_vector
 from designer.mechanisms import BlockHadamardResponse, HighLowHadamardResponse
@@ -194,7 +194,7 @@ def rounding_loss() -> None:
                                      ("optimal design, line of 8", "line8_E.csv", None)]:
         privacy = read_privacy_matrix(example_path(e_name))
         prior = read_vector(example_path(prior_name), "prior") if prior_name else None
-        cases.append((name, e_name, design_channel(privacy, prior=prior).channel, prior))
+        cases.append((name, e_name, design_by_vertices(privacy, prior=prior).channel, prior))
     print("| example | k x m | rounding | relative MI loss | max row TV | seconds |")
     print("|---|---|---|---|---|---|")
     for name, e_name, channel, prior in cases:

@@ -26,7 +26,7 @@ from timing import timed
 
 from designer.cone import Cone
 from designer.design.expected_loss import design_expected_loss
-from designer.design.vertex import column_utility, design_channel
+from designer.design.vertex import column_utility, design_by_vertices
 from designer.spec import PrivacyMatrix
 from solvers.linear import solve_vertex_lp
 from solvers.vertices import enumerate_cone_rays, uniform_ratio_cone_rays
@@ -70,7 +70,7 @@ def section_classic() -> None:
             cdd_text = f"{enumerated:.3f}"
         values = column_utility("mutual-information", np.full(k, 1 / k))(rays.T)
         lp, _ = timed(lambda: solve_vertex_lp(rays, values, np.ones(k)), 3)
-        total, result = timed(lambda: design_channel(privacy), 3)
+        total, result = timed(lambda: design_by_vertices(privacy), 3)
         assert result.certified
         print(f"{k:>3} {rays.shape[0]:>9} {closed:>14.4f} {cdd_text:>12} {lp:>8.3f} {total:>9.3f} {result.objective:>9.5f}")
 
@@ -105,9 +105,9 @@ def section_blocks() -> None:
     print("\nC. block E (eps = 1), random prior, median of 5")
     prior = np.random.default_rng(0).dirichlet(np.ones(32))
     privacy = PrivacyMatrix.block([8, 8, 8, 8], 1.0)
-    total, result = timed(lambda: design_channel(privacy, prior=prior), 5)
+    total, result = timed(lambda: design_by_vertices(privacy, prior=prior), 5)
     assert result.certified
-    one_block, _ = timed(lambda: design_channel(PrivacyMatrix.classic(8, 1.0)), 5)
+    one_block, _ = timed(lambda: design_by_vertices(PrivacyMatrix.classic(8, 1.0)), 5)
     padded = []
     for found in Cone.from_privacy(privacy).vertices():
         block = np.zeros((found.n_vertices, 32))

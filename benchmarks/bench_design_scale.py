@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/bench_design_scale.py   (about 4-6 minutes on 2 cores)
      .venv/bin/python benchmarks/bench_design_scale.py --quick   (skips column generation at k = 100, 200)
 
-A. Classic LDP, uniform prior, k = 12..18: orbit LP vs the vertex enumeration of design_channel
+A. Classic LDP, uniform prior, k = 12..18: orbit LP vs the vertex enumeration of design_by_vertices
    (same optimum; ratio of medians), then k = 1000 from a dense CSV end to end (CLI, subprocess)
    and k = 10^5 from family parameters end to end; error against the closed form.
 B. Block E, 35 blocks of 1,250 (k = 43,750), eps = 1: optimum, error against log 35 + the
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from timing import timed
 
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.spec import PrivacyMatrix
 from designer.design.symmetry import ClassStructure, design_symmetric
 from designer.design.symmetry.compare import mechanism_utilities
@@ -74,7 +74,7 @@ def part_a() -> None:
     print(f"{'k':>7} {'enumeration s':>14} {'orbit LP s':>11} {'ratio':>8} {'|difference|':>13}")
     for k in (12, 14, 16, 18):
         repeats = 3 if k <= 16 else 1
-        full_time, full = timed(lambda: design_channel(PrivacyMatrix.classic(k, 1.0)), repeats)
+        full_time, full = timed(lambda: design_by_vertices(PrivacyMatrix.classic(k, 1.0)), repeats)
         fast_time, fast = timed(lambda: design_symmetric(ClassStructure.classic(k, 1.0)), 5)
         print(f"{k:>7} {full_time:>14.3f} {fast_time:>11.4f} {full_time / fast_time:>8.0f} {abs(full.objective - fast.objective):>13.1e}")
     import json
@@ -257,7 +257,7 @@ def part_e() -> None:
             f"width {bracket.width:.1e}; |float - lower| {abs(fast.objective - bracket.lower):.1e}"
         )
     privacy = ClassStructure.classic(12, "log(3)").privacy()
-    enumeration_time, enumerated = timed(lambda: design_channel(privacy, exact=True), 3)
+    enumeration_time, enumerated = timed(lambda: design_by_vertices(privacy, exact=True), 3)
     print(f"  classic k = 12, exact enumeration: {enumeration_time:.3f} s, optimum {enumerated.objective:.17g}")
 
 

@@ -53,12 +53,12 @@ def unary_encoding(k: int, epsilon: float) -> np.ndarray:
 
 
 def designed_optimum(k: int, epsilon: float) -> np.ndarray:
-    from designer.design.vertex import design_channel
+    from designer.design.vertex import design_by_vertices
     from designer.spec import PrivacyMatrix
 
     levels = np.full((k, k), epsilon)
     np.fill_diagonal(levels, 0.0)
-    return np.asarray(design_channel(PrivacyMatrix(levels)).channel.matrix)
+    return np.asarray(design_by_vertices(PrivacyMatrix(levels)).channel.matrix)
 
 
 def table(matrix: np.ndarray, n: int, delta: float, **options):

@@ -6,8 +6,12 @@ Public API (see README.md):
 * :class:`Channel` — a randomised channel ``Q[x, y]``, with composition and
   post-processing;
 * :func:`certify` — decide E-LDP, in float or exact mode, with witnesses;
-* :func:`design_channel`, :func:`design_symmetric` (the orbit LP for a :class:`ClassStructure`,
-  k = 10^5 and beyond), :func:`design_with_gap` (column generation with certified bounds);
+* :func:`design_channel` — the front door of optimal design: any E (dense or a
+  :class:`ClassStructure`), any utility; it picks the route and returns a :class:`Design` with
+  bounds on the optimum and a channel the exact certifier certifies as returned. Its routes are
+  public too: :func:`design_by_vertices` (vertex LP), :func:`design_symmetric` (orbit LP, k = 10^5
+  and beyond), :func:`design_with_gap` (column generation with certified bounds),
+  :func:`design_expected_loss`;
 * :mod:`designer.mechanisms` — structured mechanisms of the papers, deployable at scale
   (Hadamard response, high-low and block HR, randomised response; sampler + estimator);
 * :mod:`designer.estimation` — unbiased inverse and EM maximum likelihood for any channel;
@@ -35,6 +39,7 @@ _PUBLIC = {
     "ClassStructure": "designer.design.symmetry",
     "ChannelMechanism": "designer.mechanisms",
     "ConfidenceSet": "designer.robust.confidence",
+    "Design": "designer.design.outcome",
     "DesignResult": "designer.design.result",
     "ExactEpsilon": "designer.exact",
     "GeneralizedRandomizedResponse": "designer.mechanisms",
@@ -49,7 +54,8 @@ _PUBLIC = {
     "binary_privacy": "designer.mechanisms",
     "certify": "designer.certify",
     "certify_strategy": "designer.metric.strategy",
-    "design_channel": "designer.design.vertex",
+    "design_by_vertices": "designer.design.vertex",
+    "design_channel": "designer.design.front",
     "design_expected_loss": "designer.design.expected_loss",
     "design_symmetric": "designer.design.symmetry",
     "design_with_gap": "designer.design.gap",
@@ -71,6 +77,7 @@ __all__ = [
     "ChannelMechanism",
     "ClassStructure",
     "ConfidenceSet",
+    "Design",
     "DesignResult",
     "ExactEpsilon",
     "GeneralizedRandomizedResponse",
@@ -85,6 +92,7 @@ __all__ = [
     "binary_privacy",
     "certify",
     "certify_strategy",
+    "design_by_vertices",
     "design_channel",
     "design_expected_loss",
     "design_overcomplete",
@@ -105,10 +113,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from designer.certify import Certificate, Violation, certify
     from designer.channel import Channel, parallel_composition, sequential_composition
     from designer.design.expected_loss import design_expected_loss
+    from designer.design.front import design_channel
     from designer.design.gap import design_with_gap
+    from designer.design.outcome import Design
     from designer.design.result import DesignResult
     from designer.design.symmetry import ClassStructure, design_symmetric
-    from designer.design.vertex import design_channel
+    from designer.design.vertex import design_by_vertices
     from designer.estimation import maximum_likelihood, project_onto_simplex, unbiased_estimate
     from designer.exact import ExactEpsilon
     from designer.mechanisms import (

@@ -22,7 +22,7 @@ from designer.errors import first_line
 
 NAME = "ldp-designer"
 #: The modules under :mod:`designer.commands`, in the order ``--help`` lists their commands.
-COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "package", "verify", "keys", "audit", "sweep", "estimate", "shuffle"]
+COMMAND_MODULES = ["certify", "spec", "design", "demo", "robust", "simulate", "range", "package", "verify", "keys", "audit", "sweep", "estimate", "shuffle", "account"]
 #: The module whose ``register`` adds each command (``tests/test_cli_lazy_commands.py`` checks it).
 COMMANDS = {
     "certify": "certify",
@@ -45,6 +45,7 @@ COMMANDS = {
     "sweep": "sweep",
     "estimate": "estimate",
     "shuffle": "shuffle",
+    "account": "account",
 }
 
 

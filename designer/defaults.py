@@ -22,6 +22,8 @@ DEFAULT_MAX_SECONDS = 120.0
 F_DIVERGENCE_NAMES = ("kl", "chi-square", "hellinger", "total-variation")
 #: Utilities optimised over cone vertices.
 VERTEX_UTILITIES = ("mutual-information", *F_DIVERGENCE_NAMES)
+#: Methods of the design front door (designer.design.routes): "auto" and the routes one may ask for.
+DESIGN_METHODS = ("auto", "closed-form", "enumerate", "symmetry", "column-generation")
 
 #: Robust certifier: slack on the column-scaled condition (2) of robust-ldp-chi-square.md.
 ROBUST_TOLERANCE = 1e-9

@@ -89,15 +89,17 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def run_page_in_chromium(folder: Path) -> dict:
+def run_page_in_chromium(folder: Path, port: int = 0) -> dict:
     """Serve ``folder`` on 127.0.0.1, load its ``index.html`` in headless Chromium, return the page's JSON.
 
     The page writes one JSON object into ``<pre id="result">`` (read back from ``--dump-dom``).
+    ``port``: 0 picks a free one; the same port in two runs keeps the origin, so the page's storage
+    (IndexedDB, localStorage, in ``folder / "profile"``) survives from the first run to the second.
     """
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     assert browser is not None, "chromium is not installed: `make test` installs it (make browser-deps)"
     handler = functools.partial(QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         result = subprocess.run(
@@ -134,3 +136,40 @@ def run_stdlib_client_alone(folder: Path, package: dict, name: str, code: str) -
                             check=True)
     *printed, modules = result.stdout.strip().splitlines()
     return printed, modules
+
+
+#: The JavaScript client and the module that runs package cases through it (Node and Chromium).
+JS_CLIENT = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "js" / "ldp-client.mjs"
+CASES_MODULE = Path(__file__).resolve().parent / "js" / "trust_cases.mjs"
+CASES_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>ldp-client trust test</title></head>
+<body><pre id="result">pending</pre>
+<script type="module">
+import * as client from "./ldp-client.mjs";
+import { runCases } from "./trust_cases.mjs";
+let out;
+try { out = await runCases(client, await (await fetch("cases.json")).json()); }
+catch (error) { out = { error: error.constructor.name + ": " + error.message }; }
+document.getElementById("result").textContent = JSON.stringify(out);
+</script></body></html>
+"""
+
+
+def run_cases_in_node(folder: Path, cases: list[dict]) -> dict:
+    """``{case name: "ok: <trust>" or "<ErrorClass>: <message>"}`` of ``loadPackage`` in Node (tests/js/trust_cases.mjs)."""
+    path = folder / "cases.json"
+    path.write_text(json.dumps(cases))
+    result = subprocess.run(["node", str(CASES_MODULE), str(JS_CLIENT), str(path)], capture_output=True, text=True,
+                            timeout=120, check=True)
+    return json.loads(result.stdout)
+
+
+def run_cases_in_chromium(folder: Path, cases: list[dict]) -> dict:
+    """The same verdicts from headless Chromium (a page served from ``folder``)."""
+    shutil.copy(JS_CLIENT, folder / "ldp-client.mjs")
+    shutil.copy(CASES_MODULE, folder / "trust_cases.mjs")
+    (folder / "cases.json").write_text(json.dumps(cases))
+    (folder / "index.html").write_text(CASES_PAGE)
+    out = run_page_in_chromium(folder)
+    assert "error" not in out, out
+    return out

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.design.gap import design_with_gap
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information
@@ -93,7 +93,7 @@ def test_split_resume_needs_the_same_linear_term():
 def test_column_generation_keeps_the_split_search_on_a_classic_cone_with_a_zipf_prior():
     privacy = classic(8, 1.0)
     prior = zipf(8)
-    exact = design_channel(privacy, prior=prior).objective  # vertex enumeration
+    exact = design_by_vertices(privacy, prior=prior).objective  # vertex enumeration
     result = design_with_gap(privacy, prior, gap_tolerance=1e-3, max_seconds=30)
     assert result.pricing == "split by the smallest coordinate" == result.summary()["pricing"]
     assert result.certified and result.lower <= exact + 1e-9 <= result.upper + 1e-9

@@ -223,6 +223,21 @@ def test_a_sampler_that_exits_is_bad_input(E4, code):
     one_line_error(result, f"the sampler (input 0) called sys.exit({code}) instead of returning")
 
 
+def test_a_sampler_that_raises_keyboard_interrupt_is_one_line(E4, tmp_path):
+    """The worker ignores SIGINT, so the exception is the code's own: before, the worker printed a
+    20-line traceback on the real stderr (a subprocess shows it; CliRunner does not capture it)."""
+    import subprocess
+    import sys
+
+    sampler = tmp_path / "interrupting.py"
+    sampler.write_text("def draw(x, n, rng):\n    raise KeyboardInterrupt\n")
+    result = subprocess.run([sys.executable, "-m", "designer.cli", "audit", "--E", str(E4), "--sampler",
+                             f"{sampler}:draw", "--reports-per-input", "10"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == "", result.stdout
+    assert result.stderr.splitlines() == ["error: the sampler (input 0) raised KeyboardInterrupt (not a Ctrl-C: the "
+                                          "code raised it itself)"], result.stderr
+
+
 @pytest.mark.parametrize("sampler, fragment", [
     ("uneven_vectors", "reports of input 2 are vectors of 4 coordinates, those of input 0 are vectors of 3"),
     ("one_short_vector", "the sampler (input 1): report 99 has 2 coordinates, report 0 has 3"),

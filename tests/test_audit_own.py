@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from designer.audit import audit_reports
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.mechanisms import BlockHadamardResponse, GeneralizedRandomizedResponse, HighLowHadamardResponse
 from designer.robust.confidence import ConfidenceSet
 from designer.robust.polyopt import polyopt
@@ -25,7 +25,7 @@ def mechanisms():
     high_low = HighLowHadamardResponse(6, 2, 1.0)
     block = BlockHadamardResponse([3, 3], 1.0)
     metric = line_metric(4, 0.7)
-    designed = design_channel(metric).channel
+    designed = design_by_vertices(metric).channel
     robust = polyopt(ConfidenceSet(np.array([[30, 10], [20, 40]]), 0.05), 1.0, method="enumeration").channel
     return {
         "GRR": (grr.sample, grr.privacy, 4),
@@ -68,7 +68,7 @@ def test_false_alarm_rate_over_200_audits_of_correct_mechanisms():
     high_low = HighLowHadamardResponse(4, 2, 1.0)
     block = BlockHadamardResponse([2, 2], 1.0)
     metric = line_metric(3, 0.8)
-    designed = design_channel(metric).channel
+    designed = design_by_vertices(metric).channel
     cases = [(grr.sample, grr.privacy, 3), (high_low.sample, high_low.privacy, 4),
              (block.sample, block.privacy, 4), (designed.sample, metric, 3)]
     alarms = 0

@@ -69,13 +69,20 @@ def test_symbolic_and_hard_links_to_one_file_are_refused(tmp_path):
     assert target.read_text() == "old\n"
 
 
-def test_a_symbolic_link_stays_a_link_and_its_target_is_written(tmp_path):
-    target = tmp_path / "real.csv"
-    target.write_text("old\n")
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symbolic_link_is_replaced_and_its_target_left_unchanged(tmp_path, dangling):
+    """Written beside the link and renamed over it: a link to a file elsewhere (another user's
+    file, the installed JavaScript client) can never be overwritten through an output path."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "real.csv"
+    if not dangling:
+        target.write_text("old\n")
     link = tmp_path / "link.csv"
     link.symlink_to(target)
     write_files([(link, matrix_csv_writer([[0.25, 0.75]]))])
-    assert link.is_symlink() and target.read_text() == "0.25,0.75\n" and leftovers(tmp_path) == []
+    assert not link.is_symlink() and link.read_text() == "0.25,0.75\n" and leftovers(tmp_path) == []
+    assert (target.read_text() == "old\n") if not dangling else not target.exists()
 
 
 def test_every_destination_is_checked_before_any_is_staged(tmp_path):

@@ -42,6 +42,7 @@ CASES = {
     "estimate": (["--mechanism", "{tmp}/p.json", "--reports", "{tmp}/reports.csv"], 0),
     "keygen": (["--out", "{tmp}/author.key"], 0),
     "shuffle": (["--channel", str(EXAMPLES / "grr4_Q.csv"), "--n", "1000", "--delta", "1e-6"], 0),
+    "account": (["--channel", str(EXAMPLES / "grr4_Q.csv"), "--rounds", "10", "--delta", "1e-6"], 0),
     "audit": (["--E", str(EXAMPLES / "ldp4_E.csv"), "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
                "--reports-per-input", "500", "--seed", "1"], 0),
 }

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from designer.cone import DEFAULT_MAX_VERTICES, IN_PROCESS_BOUND, Cone, ConeTooLargeError, upper_bound_vertices
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.spec import PrivacyMatrix
 from solvers.vertices import enumerate_cone_rays
 
@@ -136,7 +136,7 @@ def test_loose_upper_bounds_do_not_refuse_small_structured_cones(privacy, vertic
     assert cone.estimated_vertices() > DEFAULT_MAX_VERTICES  # McMullen's bound alone would refuse these
     found = cone.vertices()
     assert sum(component.n_vertices for component in found) == vertices
-    result = design_channel(privacy)
+    result = design_by_vertices(privacy)
     assert result.certified and result.n_vertices == vertices
 
 

@@ -130,6 +130,9 @@ def test_64_bit_package_and_export_js(tmp_path):
     exported = runner.invoke(app, ["export-js", "--out", str(tmp_path)])
     assert exported.exit_code == 0
     assert (tmp_path / "ldp-client.mjs").read_text().startswith("// ldp-client.mjs")
+    memo = (tmp_path / "ldp-memo.mjs").read_text()  # the memoizing client, beside the module it imports
+    shipped = Path(__file__).parents[1] / "designer" / "deploy" / "js" / "ldp-memo.mjs"
+    assert 'from "./ldp-client.mjs"' in memo and memo == shipped.read_text()
     assert runner.invoke(app, ["export-js", "--out", str(tmp_path / "missing")]).exit_code == 2
 
 

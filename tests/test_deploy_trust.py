@@ -91,7 +91,8 @@ def test_keygen_writes_a_private_key_0600_and_never_overwrites(tmp_path):
     private, public = tmp_path / "k", tmp_path / "k.pub"
     assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
     assert base64.b64decode(public.read_text()) == base64.b64decode(answer["public_key_base64"])
-    assert len(base64.b64decode(private.read_text())) == 32
+    seed_and_public = base64.b64decode(private.read_text())  # libsodium's layout: seed, then public key
+    assert len(seed_and_public) == 64 and seed_and_public[32:] == base64.b64decode(public.read_text())
     before = private.read_bytes()
     again = invoke("keygen", "--out", private)
     assert again.exit_code == 2 and "never overwrites" in again.output and private.read_bytes() == before

@@ -8,12 +8,10 @@ identity table) signed by another key, numbers written as floats, a lone-surroga
 """
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from deploy_fixtures import run_cases_in_chromium, run_cases_in_node
 
 from designer.channel import Channel
 from designer.deploy.package import build_package
@@ -21,13 +19,10 @@ from designer.deploy.sampler import PackageError, PackageUntrusted, load_sampler
 from designer.deploy.signing import generate_key_files, read_private_key, sign_package
 from designer.deploy.structured import build_high_low_package
 from designer.deploy.table import deployable_table
-from designer.io import read_channel, read_privacy_matrix
 from designer.examples import example_path
+from designer.io import read_channel, read_privacy_matrix
 from designer.spec import PrivacyMatrix
-from deploy_fixtures import run_page_in_chromium
 
-CLIENT = Path(__file__).resolve().parent.parent / "designer" / "deploy" / "js" / "ldp-client.mjs"
-CASES_MODULE = Path(__file__).resolve().parent / "js" / "trust_cases.mjs"
 #: Expected verdict per case: "ok" or the error class (the message fragment both languages must show).
 EXPECTED = {
     "signed, trusted key": ("ok", "Ed25519 signature by"),
@@ -119,32 +114,8 @@ def test_python_stdlib_client_agrees(cases):
 
 
 def test_node_client(tmp_path, cases):
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps(cases))
-    result = subprocess.run(["node", str(CASES_MODULE), str(CLIENT), str(path)], capture_output=True, text=True,
-                            timeout=120, check=True)
-    check(json.loads(result.stdout))
-
-
-PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>ldp-client trust test</title></head>
-<body><pre id="result">pending</pre>
-<script type="module">
-import * as client from "./ldp-client.mjs";
-import { runCases } from "./trust_cases.mjs";
-let out;
-try { out = await runCases(client, await (await fetch("cases.json")).json()); }
-catch (error) { out = { error: error.constructor.name + ": " + error.message }; }
-document.getElementById("result").textContent = JSON.stringify(out);
-</script></body></html>
-"""
+    check(run_cases_in_node(tmp_path, cases))
 
 
 def test_headless_chromium_client(tmp_path, cases):
-    shutil.copy(CLIENT, tmp_path / "ldp-client.mjs")
-    shutil.copy(CASES_MODULE, tmp_path / "trust_cases.mjs")
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    (tmp_path / "index.html").write_text(PAGE)
-    out = run_page_in_chromium(tmp_path)
-    assert "error" not in out, out
-    check(out)
+    check(run_cases_in_chromium(tmp_path, cases))

@@ -14,7 +14,7 @@ from designer.cli import app
 from designer.cone import Cone
 from designer.design.expected_loss import design_expected_loss
 from designer.design.repair import merge_proportional_columns, project_into_cone
-from designer.design.vertex import VERTEX_UTILITIES, column_utility, design_channel
+from designer.design.vertex import VERTEX_UTILITIES, column_utility, design_by_vertices
 from designer.examples import example_path
 from designer.io import read_channel
 from designer.mechanisms import (
@@ -57,7 +57,7 @@ def test_binary_lp_recovers_theorem_2(eps12, eps21):
     """The LP's optimum is Q* of eq. (9) (Mangat eq. (11) when one level is inf), for any prior."""
     expected = merge_proportional_columns(binary_optimal(eps12, eps21).matrix)
     for prior in ([0.5, 0.5], [0.8, 0.2]):
-        result = design_channel(binary_privacy(eps12, eps21), prior=prior)
+        result = design_by_vertices(binary_privacy(eps12, eps21), prior=prior)
         assert result.certified
         np.testing.assert_allclose(sorted_columns(result.channel.matrix), sorted_columns(expected), atol=1e-12)
         assert result.objective == pytest.approx(mutual_information(prior, expected), abs=1e-12)
@@ -65,7 +65,7 @@ def test_binary_lp_recovers_theorem_2(eps12, eps21):
 
 @pytest.mark.parametrize("eps12, eps21", [("log(2)", "log(3)"), ("inf", "log(5/2)"), ("log(7)", "inf"), ("0", "log(2)")])
 def test_binary_exact_design_is_exactly_q_star(eps12, eps21):
-    result = design_channel(binary_privacy(eps12, eps21), exact=True)
+    result = design_by_vertices(binary_privacy(eps12, eps21), exact=True)
     expected = merge_proportional_columns(binary_optimal(eps12, eps21).matrix)
     assert result.certificate.mode == "exact" and result.certified
     exact = result.channel.exact_matrix
@@ -79,7 +79,7 @@ def test_binary_exact_design_is_exactly_q_star(eps12, eps21):
 # ------------------------------------------------------- randomised response
 @pytest.mark.parametrize("k, epsilon", [(3, 1.0), (4, 2.0), (5, 3.0), (6, 5.0), (8, 6.0)])
 def test_classic_ldp_large_epsilon_is_randomised_response(k, epsilon):
-    result = design_channel(PrivacyMatrix.classic(k, epsilon))
+    result = design_by_vertices(PrivacyMatrix.classic(k, epsilon))
     rr = GeneralizedRandomizedResponse(k, epsilon).channel().matrix
     np.testing.assert_allclose(result.channel.matrix, rr, atol=1e-10)
     assert result.objective == pytest.approx(mutual_information(np.full(k, 1 / k), rr), abs=1e-12)
@@ -87,7 +87,7 @@ def test_classic_ldp_large_epsilon_is_randomised_response(k, epsilon):
 
 def test_classic_ldp_small_epsilon_beats_randomised_response():
     """At small epsilon the optimum is not RR (Kairouz et al.: binary-like staircase)."""
-    result = design_channel(PrivacyMatrix.classic(6, 0.5))
+    result = design_by_vertices(PrivacyMatrix.classic(6, 0.5))
     rr = GeneralizedRandomizedResponse(6, 0.5).channel().matrix
     assert result.n_outputs < 6
     assert result.objective > mutual_information(np.full(6, 1 / 6), rr) + 1e-4
@@ -110,7 +110,7 @@ def test_designs_are_certified_optimal_and_beat_alternatives(privacy, utility):
     rng = np.random.default_rng(privacy.k)
     prior = rng.dirichlet(np.ones(privacy.k))
     alternative = rng.dirichlet(np.ones(privacy.k)) * 0.5 + 0.5 / privacy.k
-    result = design_channel(privacy, utility, prior, alternative)
+    result = design_by_vertices(privacy, utility, prior, alternative)
     assert result.certified and result.certificate.margin > -1e-12
     mu = column_utility(utility, prior, alternative)
     assert result.objective == pytest.approx(float(mu(result.channel.matrix).sum()), abs=1e-10)
@@ -138,10 +138,10 @@ def test_f_divergence_utilities_match_direct_formulas():
     with pytest.raises(ValueError, match="positive on every symbol"):
         column_f_divergence(first, [1.0, 0.0, 0.0], channel)
     with pytest.raises(ValueError, match="they are equal, so every channel scores 0"):
-        design_channel(PrivacyMatrix.classic(3, 1.0), "kl")  # uniform prior against the default uniform alternative
+        design_by_vertices(PrivacyMatrix.classic(3, 1.0), "kl")  # uniform prior against the default uniform alternative
     prior = np.array([0.6, 0.3, 0.1])
-    by_default = design_channel(PrivacyMatrix.classic(3, 1.0), "kl", prior=prior)
-    explicit = design_channel(PrivacyMatrix.classic(3, 1.0), "kl", prior=prior, alternative=np.full(3, 1 / 3))
+    by_default = design_by_vertices(PrivacyMatrix.classic(3, 1.0), "kl", prior=prior)
+    explicit = design_by_vertices(PrivacyMatrix.classic(3, 1.0), "kl", prior=prior, alternative=np.full(3, 1 / 3))
     assert by_default.objective == pytest.approx(explicit.objective, abs=1e-12)
     Q = by_default.channel.matrix
     assert by_default.objective == pytest.approx(rel_entr(prior @ Q, np.full(3, 1 / 3) @ Q).sum(), abs=1e-10)
@@ -152,7 +152,7 @@ def test_block_design_is_direct_sum_of_blocks_with_conditional_priors():
     """One LP over all padded vertices = per-block LPs; I = H(B) + sum_b P(b) I_b."""
     privacy = PrivacyMatrix.block([3, 2, 4], 1.0)
     prior = np.random.default_rng(5).dirichlet(np.ones(9))
-    result = design_channel(privacy, prior=prior)
+    result = design_by_vertices(privacy, prior=prior)
     cone = Cone.from_privacy(privacy)
     padded = []
     for found in cone.vertices():
@@ -165,7 +165,7 @@ def test_block_design_is_direct_sum_of_blocks_with_conditional_priors():
     block_mass, per_block = [], []
     for symbols in privacy.components():
         mass = prior[symbols].sum()
-        block = design_channel(privacy.restrict(symbols), prior=prior[symbols] / mass)
+        block = design_by_vertices(privacy.restrict(symbols), prior=prior[symbols] / mass)
         block_mass.append(mass)
         per_block.append(block.objective)
         rows = result.channel.matrix[symbols]
@@ -177,9 +177,9 @@ def test_block_design_is_direct_sum_of_blocks_with_conditional_priors():
 def test_closed_form_enumeration_and_cvxpy_agree():
     privacy = PrivacyMatrix.classic(5, 1.3)
     prior = np.random.default_rng(1).dirichlet(np.ones(5))
-    closed = design_channel(privacy, prior=prior)
-    enumerated = design_channel(privacy, prior=prior, vertex_method="enumerate", row_order="lex_min")
-    modelled = design_channel(privacy, prior=prior, backend="cvxpy")
+    closed = design_by_vertices(privacy, prior=prior)
+    enumerated = design_by_vertices(privacy, prior=prior, vertex_method="enumerate", row_order="lex_min")
+    modelled = design_by_vertices(privacy, prior=prior, backend="cvxpy")
     assert closed.methods == ["closed-form"] and enumerated.methods == ["enumerated"]
     assert closed.objective == pytest.approx(enumerated.objective, abs=1e-12)
     assert closed.objective == pytest.approx(modelled.objective, abs=1e-7)
@@ -187,18 +187,18 @@ def test_closed_form_enumeration_and_cvxpy_agree():
 
 def test_exact_design_is_an_exact_proof():
     privacy = PrivacyMatrix([[0, "log(3)", "log(2)"], ["log(3)", 0, "log(3)"], ["log(2)", "log(3)", 0]])
-    result = design_channel(privacy, exact=True)
+    result = design_by_vertices(privacy, exact=True)
     assert result.exact and result.certificate.mode == "exact" and result.certified
     assert all(sum(row) == 1 for row in result.channel.exact_matrix)
-    floating = design_channel(privacy)
+    floating = design_by_vertices(privacy)
     assert result.objective == pytest.approx(floating.objective, abs=1e-12)
-    rational = design_channel(PrivacyMatrix.classic(3, 1.0), exact=True)  # exp(1) bounded below
+    rational = design_by_vertices(PrivacyMatrix.classic(3, 1.0), exact=True)  # exp(1) bounded below
     assert rational.certified and rational.certificate.mode == "exact"
 
 
 def test_too_large_cone_is_refused():
     with pytest.raises(ValueError, match="more than max_vertices=100"):
-        design_channel(PrivacyMatrix.classic(8, 1.0), max_vertices=100)
+        design_by_vertices(PrivacyMatrix.classic(8, 1.0), max_vertices=100)
 
 
 # ---------------------------------------------------------- helpers
@@ -252,7 +252,7 @@ def test_expected_loss_limits():
 
 # ------------------------------------------------------------- saving, CLI
 def test_save_round_trip(tmp_path):
-    result = design_channel(PrivacyMatrix.high_low(4, [0], 1.0))
+    result = design_by_vertices(PrivacyMatrix.high_low(4, [0], 1.0))
     result.save(tmp_path / "Q.csv", tmp_path / "Q.json")
     np.testing.assert_array_equal(read_channel(tmp_path / "Q.csv").matrix, result.channel.matrix)
     summary = json.loads((tmp_path / "Q.json").read_text())

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from designer.cli import app
 from designer.design.expected_loss import design_expected_loss
 from designer.design.repair import MAX_DESIGN_LEVEL, MAX_FLOAT_DESIGN_LEVEL
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.exact import ExactEpsilon, parse_rational, plain_decimal_floats
 from designer.io import read_channel, read_privacy_matrix
 from designer.spec import PrivacyMatrix
@@ -134,9 +134,9 @@ def test_design_limits_are_the_double_range():
 def test_design_refuses_levels_beyond_the_double_range(epsilon):
     privacy = PrivacyMatrix.classic(4, epsilon)
     with pytest.raises(ValueError, match="beyond the double range"):
-        design_channel(privacy)
+        design_by_vertices(privacy)
     with pytest.raises(ValueError, match="beyond the double range"):
-        design_channel(privacy, exact=True)
+        design_by_vertices(privacy, exact=True)
     with pytest.raises(ValueError, match="beyond the double range"):
         design_expected_loss(PrivacyMatrix.block([3, 3], epsilon), 1.0 - np.eye(6))
 
@@ -144,11 +144,11 @@ def test_design_refuses_levels_beyond_the_double_range(epsilon):
 def test_float_design_below_the_limit_and_exact_design_between_the_limits_are_certified():
     """At 708.3 the float design's entries (about exp(-708.3)) are still normal doubles; at 709
     only the exact design can represent them, and its proof is checked independently."""
-    near = design_channel(PrivacyMatrix.classic(4, 708.3))
+    near = design_by_vertices(PrivacyMatrix.classic(4, 708.3))
     assert near.certified and near.channel.matrix.min() >= 2.2250738585072014e-308
     with pytest.raises(ValueError, match="--exact up to 709.78"):
-        design_channel(PrivacyMatrix.classic(4, 709.0))
-    exact = design_channel(PrivacyMatrix.classic(4, 709.0), exact=True)
+        design_by_vertices(PrivacyMatrix.classic(4, 709.0))
+    exact = design_by_vertices(PrivacyMatrix.classic(4, 709.0), exact=True)
     assert exact.certified
     q = exact.channel.exact_matrix
     ratio = max(q[x, y] / q[z, y] for x in range(4) for z in range(4) for y in range(q.shape[1]) if q[z, y] != 0)

@@ -12,6 +12,9 @@ input slot at a time, the other inputs valid. The contract:
 * nothing ever raises out of ``main`` (a traceback), nor warns (a warning would
   be a second stderr line), whatever the exit code.
 
+Key files (`--public-key`, `--sign`) are generated too and judged against an oracle written from
+RFC 8032 in the test (canonical, on the curve, not of small order; a private key's public half).
+
 Examples are derandomised (fixed, reproducible in CI) and few per slot so the
 whole module runs in well under a minute.
 """
@@ -211,3 +214,102 @@ def test_plausible_files_are_decided_or_refused_in_one_line(slot, rows, tmp_path
 def test_every_structural_poison_in_every_slot(slot, poison, tmp_path, good_files):
     """The issue's findings, in every command: huge field, unterminated quote, binary, bad encoding, empty."""
     _check_contract(slot, _damage([["0.5", "0.5"], ["0.5", "0.5"]], poison), tmp_path, good_files, must_fail=True)
+
+
+# ----------------------------------------------------------------- key files (issue 30)
+def _public_key_oracle(text: str) -> bool:
+    """Whether ``text`` is a usable public key file, decided here from RFC 8032: one line of padded
+    standard base64 (ASCII white space around it only) of 32 bytes encoding a curve point
+    canonically (y < p), not one of the eight points of small order."""
+    import base64
+    import binascii
+
+    from test_deploy_keys import SMALL_ORDER, P, decode
+
+    try:
+        raw = base64.b64decode(text.strip(" \t\r\n"), validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    if len(raw) != 32:
+        return False
+    value = int.from_bytes(raw, "little")
+    y, sign = value & ((1 << 255) - 1), value >> 255
+    return y < P and raw not in SMALL_ORDER and decode(y, sign) is not None
+
+
+@st.composite
+def public_key_texts(draw) -> str:
+    """Key file text: random, small-order, non-canonical or genuine 32 bytes (or a 64-byte private key),
+    written padded or not, with white space around or inside."""
+    import base64
+
+    from test_deploy_keys import SMALL_ORDER, P
+
+    kind = draw(st.sampled_from(["random", "small order", "y >= p", "genuine", "private"]))
+    if kind == "random":
+        raw = draw(st.binary(min_size=32, max_size=32))
+    elif kind == "small order":
+        raw = draw(st.sampled_from(SMALL_ORDER))
+    elif kind == "y >= p":
+        raw = (draw(st.integers(P, 2**255 - 1)) | draw(st.sampled_from([0, 1 << 255]))).to_bytes(32, "little")
+    else:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        seed = draw(st.binary(min_size=32, max_size=32))
+        raw = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        raw = seed + raw if kind == "private" else raw
+    text = base64.b64encode(raw).decode("ascii")
+    form = draw(st.sampled_from(["plain", "line end", "unpadded", "space inside", "tab around", "no-break space"]))
+    return {"plain": text, "line end": text + "\n", "unpadded": text.rstrip("="), "space inside": text[:8] + " " + text[8:],
+            "tab around": f"\t{text} \r\n", "no-break space": text + "\u00a0"}[form]
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=public_key_texts())
+def test_public_key_files_are_checked_as_keys(text, tmp_path, good_files):
+    """A usable key gets as far as the signature (the package is unsigned: rejected, exit 1); every
+    other key file is bad input (exit 2), one line naming the file, whatever the package."""
+    key = tmp_path / "trusted.pub"
+    key.write_text(text, encoding="utf-8")
+    code, stdout, stderr, caught = _run(["verify-package", good_files["package"], "--public-key", str(key)])
+    assert not caught and "Traceback" not in stdout + stderr
+    lines = stderr.splitlines()
+    if _public_key_oracle(text):
+        assert code == 1 and lines == [line for line in lines if line.startswith("rejected: ")] and "not signed" in stderr
+    else:
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {key}"), (text, stderr)
+
+
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=public_key_texts(), splice=st.booleans())
+def test_private_key_files_are_checked_as_keys(text, splice, tmp_path, good_files):
+    """``--sign`` takes a 64-byte private key whose public half is its seed's (computed here with
+    ``cryptography``); a public key, a spliced key or anything else is refused, no package written."""
+    import base64
+    import binascii
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    try:
+        raw = base64.b64decode(text.strip(" \t\r\n"), validate=True)
+    except (ValueError, binascii.Error):
+        raw = b""
+    if splice and len(raw) == 64:
+        raw = raw[:32] + bytes(reversed(raw[32:]))
+        text = base64.b64encode(raw).decode("ascii")
+    usable = len(raw) == 64 and Ed25519PrivateKey.from_private_bytes(raw[:32]).public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw) == raw[32:]
+    key, out = tmp_path / "author", tmp_path / "signed.json"
+    key.write_text(text, encoding="utf-8")
+    key.chmod(0o600)
+    out.unlink(missing_ok=True)
+    code, stdout, stderr, caught = _run(["package", "--E", good_files["E"], "--channel", good_files["Q"],
+                                         "--out", str(out), "--sign", str(key)])
+    assert not caught and "Traceback" not in stdout + stderr
+    if usable:
+        assert code == 0 and out.exists() and stderr == "", stderr
+    else:
+        assert code == 2 and not out.exists() and stderr.startswith(f"error: {key}") and stderr.count("\n") == 1, stderr

@@ -82,7 +82,7 @@ def dask_cluster(folder: Path, workers: int = 2):
             process.terminate()
         for process in processes:
             try:
-                process.wait(timeout=20)
+                process.wait(timeout=5)  # a worker without a nanny may linger on SIGTERM: it is disposable
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)

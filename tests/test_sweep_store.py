@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from test_sweep import DESIGN_PLAN, ROBUST_PLAN, run_cli, write
 
 from designer.sweep import load_plan, parse_plan, run_sweep
 from designer.sweep.cells import canonical_json
@@ -16,7 +17,6 @@ from designer.sweep.execution import MAX_TASK_CELLS, TASK_SECONDS, task_cells
 from designer.sweep.plot import check_one_objective, curve_names, curve_table, plot_tradeoff
 from designer.sweep.runners import COLUMNS
 from designer.sweep.store import QUARANTINE, ResultStore
-from test_sweep import DESIGN_PLAN, ROBUST_PLAN, run_cli, write
 
 
 def binary_rr_information(eps: float) -> float:
@@ -251,3 +251,69 @@ def test_two_E_files_are_two_curves_told_apart_by_E_hash(tmp_path):
     table, keys = curve_table(frame)
     names = sorted(name for name, _ in curve_names(table, keys))
     assert names == sorted(f"E {h[:8]}" for h in frame["E_hash"].unique())  # nothing else varies
+
+
+# ----------------------------------------------------------------- issue 30: parts of the wrong type, killed writers
+def test_a_part_with_a_text_objective_is_quarantined_naming_it(tmp_path):
+    """pyarrow cannot cast "high" to float64: before, every later run exited 2 without naming the part."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = ResultStore(tmp_path)
+    store.append([dict.fromkeys(COLUMNS) | {"hash": "a", "objective": 0.5}])
+    bad = tmp_path / "part-00000000000000000002-1.parquet"
+    pq.write_table(pa.table({"hash": ["b"], "objective": ["high"]}), bad)
+    warnings = []
+    frame = ResultStore(tmp_path, warn=warnings.append).read()
+    assert list(frame["hash"]) == ["a"] and frame["objective"].tolist() == [0.5]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{bad}: unreadable part") and "moved to" in warnings[0]
+    assert (tmp_path / QUARANTINE / bad.name).exists() and not bad.exists()
+
+
+KILLED_COMPACTION = """
+import os, signal, sys
+import pyarrow.parquet as pq
+from designer.sweep.store import ResultStore
+
+write_table = pq.write_table
+def write_then_die(table, where, **options):
+    write_table(table, where, **options)
+    os.kill(os.getpid(), signal.SIGKILL)  # kill -9 after the merged part is staged, before its rename
+pq.write_table = write_then_die
+ResultStore(sys.argv[1]).compact()
+"""
+
+
+def test_a_compaction_killed_with_sigkill_leaves_no_staging_file_behind(tmp_path):
+    import subprocess
+    import sys
+
+    store = ResultStore(tmp_path)
+    for name in ("a", "b"):
+        store.append([dict.fromkeys(COLUMNS) | {"hash": name, "objective": 1.0}])
+    killed = subprocess.run([sys.executable, "-c", KILLED_COMPACTION, str(tmp_path)], capture_output=True, text=True,
+                            timeout=60)
+    assert killed.returncode == -9, killed.stderr
+    [staging] = tmp_path.glob(".part-*.tmp")
+    warnings = []
+    reopened = ResultStore(tmp_path, warn=warnings.append)
+    assert not staging.exists() and list(tmp_path.glob(".*.tmp")) == []
+    assert len(warnings) == 1 and warnings[0].startswith(f"{staging}: removed a part left half-written")
+    assert sorted(reopened.read()["hash"]) == ["a", "b"] and reopened.compact() == (2, 2)
+
+
+def test_a_staging_file_being_written_is_left_alone(tmp_path):
+    """A live writer's staging file (this process), and another host's recent one, are not removed."""
+    import socket
+
+    ResultStore(tmp_path)
+    mine = tmp_path / f".part-00000000000000000001-{os.getpid()}.parquet.{socket.gethostname()}.tmp"
+    elsewhere = tmp_path / ".part-00000000000000000002-1.parquet.another-host.tmp"
+    old = tmp_path / ".part-00000000000000000003-1.parquet.another-host.tmp"
+    for path in (mine, elsewhere, old):
+        path.write_bytes(b"PAR1")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    warnings = []
+    ResultStore(tmp_path, warn=warnings.append)
+    assert mine.exists() and elsewhere.exists() and not old.exists()
+    assert len(warnings) == 1 and "another-host" in warnings[0] and "untouched for 24 hours" in warnings[0]

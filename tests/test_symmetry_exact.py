@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from designer.cli import app
-from designer.design.vertex import design_channel
+from designer.design.vertex import design_by_vertices
 from designer.spec import PrivacyMatrix
 from designer.design.symmetry import ClassStructure, design_symmetric
 from designer.design.symmetry.exact import ExactSupport, exact_structural_certificate
@@ -57,7 +57,7 @@ def test_small_k_exact_equals_the_enumeration_paths_exact_result(structure, priv
     shifts; the vertices' multisets of exact entries agree.)
     """
     symmetric = design_symmetric(structure, exact=True)
-    enumerated = design_channel(privacy, exact=True)
+    enumerated = design_by_vertices(privacy, exact=True)
     assert symmetric.certified and enumerated.certified
     assert symmetric.certificate.mode == "exact" and enumerated.certificate.mode == "exact"
     assert column_types(symmetric.channel.exact_matrix) == column_types(enumerated.channel.exact_matrix)

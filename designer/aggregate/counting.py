@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from designer.aggregate.filters import check_where, quote_identifier
-from designer.aggregate.sources import ReportSource, resolve_reports
+from designer.aggregate.sources import ReportSource, check_csv_headers, resolve_reports
 from designer.errors import one_line
 
 #: DuckDB's memory limit for the aggregation (it spills beyond it).
@@ -112,6 +112,8 @@ def count_source(source: ReportSource, column: str = "y", scheduler: str | None 
                  where: str | None = None, files: tuple[str, ...] | None = None) -> ReportCounts:
     """:func:`count_reports` over resolved ``source`` (or only its ``files`` given here)."""
     files = source.files if files is None else files
+    if source.kind == "csv":
+        check_csv_headers(files)
     query = CountQuery(source, column, tuple(by), check_where(where) if where else None)
     start = time.perf_counter()
     try:

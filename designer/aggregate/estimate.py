@@ -112,7 +112,8 @@ def load_mechanism(path: str | Path, estimator: str | None = None, intervals: bo
     """A channel CSV (``designer.io.read_channel``) or a package JSON of ``ldp-designer package``.
 
     A package is verified first (``designer.deploy.package.verify_package``: structure,
-    SHA-256, exact certificate or structural proof): a table package as its channel, a
+    SHA-256, exact certificate or structural proof): a table package as its channel (with a
+    ``longitudinal`` member, one report's channel ``Q1 Q2``: :func:`_two_stage`), a
     ``block-hadamard`` or ``high-low-hadamard`` package as its structured mechanism at any k
     (:func:`designer.aggregate.structured.deployed_mechanism`; never materialised), an ``orbit``
     package (exact structural proof re-run) as its :class:`~designer.deploy.orbit_operator.OrbitOperator`
@@ -138,6 +139,8 @@ def load_mechanism(path: str | Path, estimator: str | None = None, intervals: bo
             raise ValueError(f"{path}: {one_line(error)}") from None
         if not verification.certified:
             raise ValueError(f"{path}: the package's table is not E-LDP (its certificate does not verify)")
+        if "longitudinal" in document:
+            return _two_stage(document, verification, path)
         table = verification.table
         channel = table.channel()
         return ReportMechanism(np.asarray(channel.matrix, dtype=float), tuple(table.input_labels),
@@ -146,6 +149,21 @@ def load_mechanism(path: str | Path, estimator: str | None = None, intervals: bo
 
     channel = read_channel(path, exact=False)
     return ReportMechanism(np.asarray(channel.matrix, dtype=float), channel.input_labels, channel.output_labels, "channel")
+
+
+def _two_stage(document: dict, verification, path: Path) -> ReportMechanism:
+    """A package with a longitudinal policy: each round's reports follow one report's channel ``Q1 Q2``
+    (:func:`designer.longitudinal.policy.package_stages`). Reports of one user in several rounds share
+    the permanent response: estimate one round at a time (``--by``, ``--where``) for intervals that hold."""
+    from designer.deploy.sampler import PackageError
+    from designer.longitudinal.policy import package_stages
+
+    try:
+        report = package_stages(document, verification).report()
+    except PackageError as error:
+        raise ValueError(f"{path}: {one_line(error)}") from None
+    return ReportMechanism(np.asarray(report.matrix, dtype=float), tuple(report.input_labels),
+                           tuple(report.output_labels), "package (two-stage: one report is Q1 Q2)")
 
 
 def _structured(document: dict, path: Path) -> ReportMechanism:

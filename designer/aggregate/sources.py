@@ -174,3 +174,32 @@ def _glob(connection, pattern: str) -> tuple[str, ...]:
     except duckdb.Error as error:
         raise ValueError(f"--reports {pattern}: {one_line(error)}") from None
     return tuple(file for (file,) in rows)
+
+
+def check_csv_headers(files) -> None:
+    """Refuse a local CSV report file whose header names a column twice (``y,y``), in one line.
+
+    DuckDB's reader renames the second column (``y_1``) without a word, so ``--column y``
+    would count one of the two silently. Each local file's first line is parsed with
+    :mod:`csv` (one read of a few bytes per file; ``.csv.gz`` decompressed); remote files
+    are left to DuckDB.
+    """
+    import csv
+    import gzip
+
+    for name in files:
+        if not os.path.isfile(name):
+            continue
+        opener = gzip.open if name.endswith(".gz") else open
+        try:
+            with opener(name, "rt", encoding="utf-8", errors="replace", newline="") as handle:
+                header = next(csv.reader([handle.readline()]), [])
+        except (OSError, EOFError, csv.Error):
+            continue  # unreadable: DuckDB's reader names the file and the problem
+        seen: dict[str, int] = {}
+        for index, column in enumerate(header):
+            column = column.lstrip("\ufeff") if index == 0 else column
+            if column in seen and column:  # DuckDB names empty header cells itself (column1, ...)
+                raise ValueError(f"{name}: the header names the column {column!r} twice (columns {seen[column] + 1} "
+                                 f"and {index + 1}); give each column its own name")
+            seen[column] = index

@@ -126,13 +126,15 @@ class LearnedSpace(EventSpace):
         return scores
 
     def _score_into(self, scores: np.ndarray, reports: np.ndarray) -> None:
+        """Each model scores each distinct feature row of a chunk once (LDP reports repeat a few values)."""
         for start in range(0, len(reports), SCORE_CHUNK):
-            features = self.features.transform(reports[start:start + SCORE_CHUNK])
+            distinct, inverse = distinct_rows(reports[start:start + SCORE_CHUNK])
+            features = self.features.transform(distinct)
             for index, model in enumerate(self.models):
                 values = model.decision_function(features)
                 if values.ndim == 1:  # two classes: the score of the second
                     values = np.stack([-values / 2, values / 2], axis=1)
-                scores[index, start:start + SCORE_CHUNK] = values
+                scores[index, start:start + SCORE_CHUNK] = values[inverse]
 
     def pair_score(self, encoded: LearnedReports, model: int, x: int, x_prime: int) -> np.ndarray:
         """``score_x - score_x'``: the model's estimate of ``log P(y|x) / P(y|x')``."""
@@ -167,6 +169,20 @@ class LearnedSpace(EventSpace):
         summary = f"{name} score log P({x}|y)/P({x_prime}|y) >= {threshold}"
         return Event(CellMap(cells, n_cells, lambda cell: summary), chosen, predicted, held_out, attack=name,
                      summary=summary)
+
+
+def distinct_rows(reports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct reports (rows of a 2-D array) and, per report, the index of its distinct row.
+
+    Rows are compared by their bytes (a void view sorts far faster than ``np.unique(axis=0)``);
+    object arrays (text reports) are returned as they are, with the identity index.
+    """
+    if reports.dtype == object or reports.ndim > 2 or len(reports) == 0:
+        return reports, np.arange(len(reports))
+    rows = np.ascontiguousarray(reports).reshape(len(reports), -1)
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return reports[first], inverse.ravel()
 
 
 def default_attacks(total_reports: int) -> tuple[str, ...]:

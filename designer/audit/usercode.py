@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,12 +61,20 @@ def call_user(function: Callable, where: str, *arguments, **keywords):
     """Call user code; its exceptions and exits become one-line ``ValueError`` (Ctrl-C still interrupts).
 
     A ``sys.exit(0)`` inside a sampler must not end the audit as "no violation
-    found", nor ``sys.exit(1)`` as "violated": both are bad input.
+    found", nor ``sys.exit(1)`` as "violated": both are bad input. A ``KeyboardInterrupt``
+    raised by the code itself in the worker process (which ignores SIGINT, so no Ctrl-C
+    can cause it) is bad input too; in the main process it stops the audit like Ctrl-C.
     """
     try:
         return function(*arguments, **keywords)
     except SystemExit as error:
         raise ValueError(f"{where} called sys.exit({error.code!r}) instead of returning") from None
+    except KeyboardInterrupt as error:
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a real Ctrl-C may have raised it: stop
+            raise
+        # the worker process ignores SIGINT (designer.audit.worker): the code raised it itself
+        raise ValueError(f"{where} raised KeyboardInterrupt{': ' + one_line(error) if str(error) else ''} "
+                         "(not a Ctrl-C: the code raised it itself)") from None
     except Exception as error:
         raise ValueError(f"{where} raised {type(error).__name__}: {one_line(error)}") from None
 

@@ -11,7 +11,8 @@ import glob
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -30,20 +31,40 @@ def fail(message: str) -> None:
     raise typer.Exit(BAD_INPUT)
 
 
-#: Options that name files a command writes (besides any ``--*-out``); every other
-#: ``Path`` parameter, and a text option naming an existing file, is an input.
-OUTPUT_OPTIONS = frozenset({"--out", "--summary", "--package", "--plot"})
+@dataclass(frozen=True)
+class FileOptions:
+    """How a command uses the parameters that name files, declared with :func:`guarded`.
+
+    Options are named as typed (``"--out"``), arguments in capitals (``"PLAN"``).
+    ``reads``: input files (also text options that may name files: a glob, ``file.py:function``);
+    ``writes``: output files; ``writes_into``: output folders the command writes files into;
+    ``updates``: ``{output: input}`` pairs where the output may be that input, rewritten
+    (``estimate --save-counts`` over its own ``--counts``). ``tests/test_cli_clobbering.py``
+    fails when a command has a ``Path`` parameter declared in none of them.
+    """
+
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+    writes_into: frozenset[str] = frozenset()
+    updates: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def outputs(self) -> frozenset[str]:
+        return self.writes | self.writes_into
+
+    @property
+    def declared(self) -> frozenset[str]:
+        return self.reads | self.outputs
 
 
 def file_parameters(command: Callable) -> dict[str, tuple[str, bool]]:
     """``{parameter: (option as typed, is an output)}`` for a command's options and arguments."""
+    declared = getattr(command, "file_options", FileOptions())
     found = {}
     for name, parameter in inspect.signature(command).parameters.items():
         declarations = [text for text in getattr(parameter.default, "param_decls", None) or () if text.startswith("--")]
         option = declarations[0] if declarations else name.upper()
-        is_output = option not in getattr(command, "input_options", ()) and (
-            option in OUTPUT_OPTIONS or option.endswith("-out"))
-        found[name] = (option, is_output)
+        found[name] = (option, option in declared.outputs)
     return found
 
 
@@ -67,18 +88,29 @@ def _named_files(value) -> list:
 
 
 def check_no_clobbering(command: Callable, arguments: dict) -> None:
-    """Refuse a run whose output path names one of its inputs (or another output), before any reading."""
-    outputs, inputs = [], []
+    """The output guard: before anything is read, refuse an output that names one of the run's
+    inputs or another output (links resolved, inodes compared) or an existing key file.
+
+    Every parameter not declared as an output is a possible input: a ``Path``, or text naming
+    existing files (so an undeclared text option still protects the files it names).
+    """
+    declared = getattr(command, "file_options", FileOptions())
+    outputs, inputs, files = [], [], []
     for name, (option, is_output) in file_parameters(command).items():
         value = arguments.get(name)
         if is_output:
-            outputs += [(option, value)] if isinstance(value, (str, os.PathLike)) else []
+            if isinstance(value, (str, os.PathLike)):
+                outputs.append((option, value))
+                files += [(option, value)] if option in declared.writes else []
         else:
             inputs += [(option, path) for path in _named_files(value)]
     if outputs:  # imported only then: designer.io brings numpy
         from designer.io import check_outputs_spare_inputs
+        from designer.io.protected import refuse_key_file
 
-        check_outputs_spare_inputs(outputs, inputs)
+        check_outputs_spare_inputs(outputs, inputs, allowed=declared.updates)
+        for option, path in files:
+            refuse_key_file(path, option)
 
 
 def _output_option(command: Callable, arguments: dict, path: Path) -> str:
@@ -92,16 +124,18 @@ def _output_option(command: Callable, arguments: dict, path: Path) -> str:
     return ""
 
 
-def guarded(command: Callable | None = None, *, inputs: frozenset[str] = frozenset()) -> Callable:
-    """Decorator: report bad input as one line and exit 2, never a traceback.
+def guarded(command: Callable | None = None, *, reads: Iterable[str] = (), writes: Iterable[str] = (),
+            writes_into: Iterable[str] = (), updates: dict[str, str] | None = None) -> Callable:
+    """Decorator: declare the command's file parameters (:class:`FileOptions`), guard its outputs,
+    and report bad input as one line and exit 2, never a traceback.
 
-    Before the command runs, no output may name an input (:func:`check_no_clobbering`).
-    ``inputs`` names options that this command reads although :data:`OUTPUT_OPTIONS`
-    lists them as outputs elsewhere (``shuffle --package`` reads a package).
+    Before the command runs, no output may name an input, another output or a key file
+    (:func:`check_no_clobbering`).
     """
     if command is None:
-        return functools.partial(guarded, inputs=inputs)
-    command.input_options = frozenset(inputs)
+        return functools.partial(guarded, reads=reads, writes=writes, writes_into=writes_into, updates=updates)
+    command.file_options = FileOptions(frozenset(reads), frozenset(writes), frozenset(writes_into),
+                                       tuple((updates or {}).items()))
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):

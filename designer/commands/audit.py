@@ -38,7 +38,8 @@ class Correction(str, Enum):
     bonferroni = "bonferroni"
 
 
-@guarded
+@guarded(reads=("--E", "--sampler", "--command", "--reports", "--support", "--features", "--declared"),
+         writes=("--channel-out", "--lower-bounds-out", "--plot"))
 def audit_command(
     e_file: Path = typer.Option(..., "--E", help="CSV of the declared E (k x k; inf and log(r) allowed)."),
     sampler: str = typer.Option(None, "--sampler", help="Python sampler module:function or file.py:function, called as f(x, n, rng, **args)."),
@@ -66,7 +67,8 @@ def audit_command(
     adaptive: bool = typer.Option(None, "--adaptive/--fixed-split", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs (default with --sampler/--command and --reports-per-input, without --looks, --declared, --channel-out, --lower-bounds-out, --plot); --fixed-split: every input's reports split once."),
     looks: str = typer.Option(None, "--looks", help="Early stopping: audit at these shares of --reports-per-input (e.g. 0.25,0.5,1), error split equally; stop at a violation."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Test for state across calls on a share of the budget (random input order; --sampler and --command)."),
-    seed: int = typer.Option(None, "--seed", help="Random seed (reproducible audits)."),
+    seed: int = typer.Option(None, "--seed", min=0, help="Random seed (reproducible audits)."),
+    rounds: int = typer.Option(None, "--rounds", help="Longitudinal: --sampler is a client factory f(rng, **args) -> client(x); each user is one client asked this many times, E the claimed long-term level."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Audit a mechanism given as code against E. Exit 0 no violation found, 1 violated, 2 bad input, 3 loop not closed."""
@@ -74,8 +76,6 @@ def audit_command(
 
     from designer.audit import (
         Budget,
-        CommandSampler,
-        PythonSampler,
         ReportFile,
         audit_reports,
         close_loop,
@@ -95,6 +95,9 @@ def audit_command(
         raise ValueError("give exactly one source of reports: --sampler, --command or --reports")
     if arguments and not (sampler or support or features):
         raise ValueError("--arg applies to --sampler, --support and --features")
+    if rounds is not None and (not sampler or declared or channel_out):
+        raise ValueError("--rounds asks client instances built by --sampler (a factory), without --declared or "
+                         "--channel-out (the joint reports have no declared channel)")
     chosen_attacks = parse_attacks(attacks)
     if chosen_attacks is None and seconds is not None and seconds < LEARNED_MIN_SECONDS:
         chosen_attacks = ()  # fitting the classifiers would not fit in a short time budget
@@ -137,7 +140,7 @@ def audit_command(
         result = audit_reports(reports, privacy, confidence, train_fraction=train_fraction, rng=rng, **options)
     else:
         budget = Budget(reports_per_input, seconds, max_memory * 2**30)
-        source = PythonSampler(sampler, extra, timeout) if sampler else CommandSampler(command, timeout, parser)
+        source = _source(sampler, command, extra, timeout, rounds, parser)
         # the source first: a sampler's worker is forked before the progress bar starts its thread
         with source, Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
@@ -190,6 +193,19 @@ def audit_command(
         raise typer.Exit(VIOLATED)
     if loop is not None and not loop.closed:
         raise typer.Exit(NOT_CLOSED)
+
+
+def _source(sampler: str | None, command: str | None, arguments: dict, timeout: float, rounds: int | None,
+            parser: str | None):
+    """The report source of --sampler (a client factory with --rounds) or --command (its lines read by
+    --parser)."""
+    from designer.audit import CommandSampler, PythonSampler
+
+    if rounds is not None:
+        from designer.audit.rounds import RoundsSampler
+
+        return RoundsSampler(sampler, arguments, rounds, timeout)
+    return PythonSampler(sampler, arguments, timeout) if sampler else CommandSampler(command, timeout, parser)
 
 
 def parse_looks(text: str | None) -> tuple[float, ...] | None:

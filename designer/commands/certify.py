@@ -74,7 +74,7 @@ def _separated(violation: Violation) -> tuple[str, str]:
     return log_ratio, allowed
 
 
-@guarded
+@guarded(reads=("--E", "--channel"))
 def certify_command(
     e_file: Path = typer.Option(..., "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
     channel_file: Path = typer.Option(..., "--channel", help="CSV with k rows of probabilities."),

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from designer.commands import guarded
 from designer.examples import example_path
 
 #: (description, E file, channel file) certified by the demo.
@@ -61,7 +62,7 @@ def design_examples(console: Console) -> None:
     """
     import numpy as np
 
-    from designer.design.vertex import design_channel
+    from designer.design.vertex import design_by_vertices
     from designer.io import read_channel, read_privacy_matrix, read_vector
     from designer.mechanisms import GeneralizedRandomizedResponse
     from designer.utility import mutual_information
@@ -72,7 +73,7 @@ def design_examples(console: Console) -> None:
     for description, e_name, prior_name in DESIGN_EXAMPLES:
         privacy = read_privacy_matrix(example_path(e_name))
         prior = read_vector(example_path(prior_name), "prior") if prior_name else np.full(privacy.k, 1 / privacy.k)
-        result = design_channel(privacy, prior=prior, exact=True)
+        result = design_by_vertices(privacy, prior=prior, exact=True)
         off_diagonal = privacy.epsilon[~np.eye(privacy.k, dtype=bool)]
         baseline = GeneralizedRandomizedResponse(privacy.k, float(off_diagonal.min())).channel()
         table.add_row(
@@ -86,7 +87,7 @@ def design_examples(console: Console) -> None:
             f"{result.seconds:.3f}",
         )
     console.print(table)
-    survey = design_channel(read_privacy_matrix(example_path("survey_E.csv")), exact=True)
+    survey = design_by_vertices(read_privacy_matrix(example_path("survey_E.csv")), exact=True)
     rows = "; ".join(", ".join(str(value) for value in row) for row in survey.channel.exact_matrix)
     mangat = read_channel(example_path("survey_mangat_Q.csv")).exact_matrix
     same = np.array_equal(survey.channel.exact_matrix, mangat)
@@ -152,6 +153,7 @@ def sign_example(document: dict, forged: dict, folder, console: Console) -> None
         console.print(f"  re-hashed forgery re-signed by another key: [red]refused[/]: {escape(str(error))}")
 
 
+@guarded
 def demo_command() -> None:
     """Run the built-in examples and print a readable report."""
     console = Console()

@@ -66,9 +66,13 @@ def signing_key(path: Path | None):
     """The Ed25519 private key of ``--sign`` (read before any work; ``None`` without ``--sign``)."""
     if path is None:
         return None
-    from designer.deploy.signing import read_private_key
+    from designer.deploy.signing import private_key_warning, read_private_key
 
-    return read_private_key(path)
+    key = read_private_key(path)
+    warning = private_key_warning(path)
+    if warning is not None:
+        typer.echo(f"warning: --sign {warning}", err=True)
+    return key
 
 
 def seal(document: dict, key) -> dict:
@@ -115,8 +119,13 @@ def check_package(path: Path, policy_file: Path | None, public_key_file: Path | 
         from designer.deploy.signing import read_public_key
 
         key = read_public_key(public_key_file)
-    if sha256 is not None and (len(sha256) != 64 or any(c not in "0123456789abcdefABCDEF" for c in sha256)):
-        raise ValueError(f"--sha256 must be 64 hex digits, got {sha256[:80]!r}")
+    if sha256 is not None:
+        from designer.deploy.sampler import PackageError, pinned_digest
+
+        try:
+            pinned_digest(sha256)
+        except PackageError as error:
+            raise ValueError(f"--sha256: {error}") from None
     document = read_package(path)
     with opening(path):
         if check_common(document) == "table":

@@ -1,4 +1,8 @@
-"""``ldp-designer design``: the optimal E-LDP channel for an E file (and a prior or a loss)."""
+"""``ldp-designer design``: the optimal E-LDP channel for an E file (and a prior or a loss).
+
+A thin layer over the front door :func:`designer.design.front.design_channel`, which picks the route;
+this module reads the inputs, writes the outputs and prints the method and why.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from designer.commands import fail, guarded, print_json
 from designer.commands.design_inputs import (
@@ -15,20 +18,20 @@ from designer.commands.design_inputs import (
     parse_floats,
     read_distribution,
 )
-from designer.commands.design_report import print_comparison, report, report_symmetric
+from designer.commands.design_report import print_comparison, report_design
 from designer.defaults import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MAX_VERTICES,
+    DESIGN_METHODS,
     VERTEX_UTILITIES,
 )
-from designer.errors import one_line
 
 UTILITY_CHOICES = (*VERTEX_UTILITIES, "expected-loss")
 NOT_CERTIFIED = 1
-METHODS = ("auto", "enumerate", "symmetry", "column-generation")
+METHODS = DESIGN_METHODS
 
 
-@guarded
+@guarded(reads=("--E", "--classes", "--prior", "--alternative", "--loss", "--sign"), writes=("--out", "--plot", "--summary", "--package"))
 def design_command(
     e_file: Path = typer.Option(None, "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
     classes_file: Path = typer.Option(
@@ -48,10 +51,10 @@ def design_command(
         "0.25,0.5,0.75,1,1.5,2,3,4", "--plot-eps", help="Epsilon values of --plot (E scaled so its smallest level is each)."
     ),
     gap: float = typer.Option(
-        0.01, "--gap", help="--method column-generation: stop when (upper - lower) / upper is at most this."
+        0.01, "--gap", help="Column generation: stop when (upper - lower) / upper is at most this."
     ),
     threads: int = typer.Option(
-        None, "--threads", help="--method column-generation: threads of the bound's search (default: CPUs, at most 4)."
+        None, "--threads", help="Column generation: threads of the bound's search (default: CPUs, at most 4)."
     ),
     method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md)."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
@@ -82,12 +85,8 @@ def design_command(
     sign: Path = typer.Option(None, "--sign", help="Sign the --package with this Ed25519 private key (keygen)."),
 ) -> None:
     """Design the optimal E-LDP channel and certify it. Exit 0 certified, 1 not certified, 2 bad input."""
-    import numpy as np
 
-    from designer.cone import irrational_ratio_note
-    from designer.design.expected_loss import design_expected_loss
-    from designer.design.symmetry.route import design_structure
-    from designer.design.vertex import design_channel
+    from designer.design.front import design_channel
     from designer.io import check_destinations, read_matrix, read_privacy_matrix
     from solvers.linear import LinearProgramError
 
@@ -100,12 +99,16 @@ def design_command(
         fail(f"give exactly one of --E, --classes, --family (got {', '.join(given) or 'none'})")
     if plot is not None and not compare:
         fail("--plot draws the --compare figure: add --compare")
+    if compare and utility != "mutual-information":
+        fail("--compare gives mutual information; use --utility mutual-information")
+    if not 0 <= gap < 1:
+        fail(f"--gap must be in [0, 1), got {gap!r}")
+    if threads is not None and threads < 1:
+        fail(f"--threads must be at least 1, got {threads!r}")
     check_destinations([path for path in (out, summary_file, package, plot) if path is not None])
     from designer.commands.deploy import signing_key
 
     key = signing_key(sign)
-    from designer.design.symmetry import ClassStructure
-
     if e_file is not None:
         privacy = read_privacy_matrix(e_file)
     elif classes_file is not None:
@@ -115,199 +118,126 @@ def design_command(
     else:
         privacy = family_input(family, k, eps, sensitive, blocks, grid)
     prior = read_distribution(prior_file, "prior", privacy)
-    if method == "column-generation":
-        if utility != "mutual-information" or exact:
-            fail("--method column-generation designs for mutual information in floating point (no --exact)")
-        if isinstance(privacy, ClassStructure):
-            privacy = privacy.privacy()
-        _design_with_gap(privacy, prior, gap, max_seconds, threads, out, summary_file, as_json)
-        return
-    note = None
-    if utility != "expected-loss":
-        alternative = read_distribution(alternative_file, "alternative", privacy)
-        structure, note = design_structure(privacy, prior, alternative, method, exact)
-        if structure is not None:
-            comparison = (plot, plot_eps) if compare else None
-            _design_symmetric(structure, utility, note, out, summary_file, as_json, (package, key), comparison, exact)
-            return
-    if compare:
-        fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
-    if isinstance(privacy, ClassStructure):
-        privacy = privacy.privacy()
-    try:
-        if utility == "expected-loss":
-            if exact:
-                fail("--exact applies to vertex designs (mutual information, f-divergences), not expected-loss")
-            loss = read_matrix(loss_file, "loss") if loss_file else 1.0 - np.eye(privacy.k)
+    alternative, loss = None, None
+    if utility == "expected-loss":
+        if loss_file is not None:
+            loss = read_matrix(loss_file, "loss")
             if loss.shape[0] != privacy.k:
                 fail(f"{loss_file}: the loss has {loss.shape[0]} rows but E is {privacy.k} x {privacy.k}")
-            result = design_expected_loss(privacy, loss, prior)
-        else:
-            result = design_channel(
-                privacy, utility, prior, alternative, exact=exact, row_order=row_order,
-                max_vertices=max_vertices, max_seconds=max_seconds,
-            )
-    except LinearProgramError as error:
-        fail(str(error))
-    except ValueError as error:
-        if note is None or not note.startswith("symmetry lost"):
-            raise
-        fail(f"{note}: {one_line(error)}")
-    if not result.certified:
-        report(result, Console(stderr=True))
-        raise typer.Exit(NOT_CERTIFIED)
-    document = None
-    if package is not None:
-        from designer.commands.deploy import certified_package, seal
-
-        document = seal(certified_package(result.channel, privacy, 32, package, prior), key)
-    extra = {"method_note": note} if note else {}
-    irrational = irrational_ratio_note(privacy.exact_epsilon.ravel()) if exact else None
-    if irrational:
-        extra["exact_note"] = irrational
-    result.save(out, summary_file, extra)
-    if document is not None:
-        from designer.deploy.package import write_package
-
-        write_package(package, document)
-    if as_json:
-        print_json({**result.summary(), **extra})
     else:
-        console = Console()
-        report(result, console)
-        if note:
-            console.print(f"  method: {note}", markup=False, emoji=False)
-        if irrational:
-            console.print(f"  exact: {irrational}", markup=False, emoji=False)
-        console.print(f"  channel written to {out}", markup=False, emoji=False)
-        if summary_file is not None:
-            console.print(f"  summary written to {summary_file}", markup=False, emoji=False)
-        if package is not None:
-            console.print(f"  package written to {package}", markup=False, emoji=False)
-
-
-def _design_symmetric(
-    structure, utility: str, note: str, out: Path, summary_file: Path | None, as_json: bool, package, comparison,
-    exact: bool = False,
-) -> None:
-    """Run the orbit LP, write the channel CSV (or the class-level design as JSON) and report.
-
-    ``package`` is ``(path or None, signing key or None)``: ``--package`` writes an ``orbit``
-    package of the design (:mod:`designer.deploy.orbit`), at any k.
-    """
-    from designer.design.symmetry import design_symmetric
-    from designer.io import json_writer, matrix_csv_writer, write_files
-
-    package, key = package
-    if comparison is not None and utility != "mutual-information":
-        fail("--compare gives mutual information; use --utility mutual-information")
-    from designer.design.symmetry import SymmetryLostError
-
-    try:
-        result = design_symmetric(structure, utility, exact=exact)
-    except SymmetryLostError as error:
-        fail(f"symmetry lost ({structure.r} classes after splitting by the distributions): {error}")
-    if not result.certified:
-        report_symmetric(result, Console(stderr=True), note)
+        alternative = read_distribution(alternative_file, "alternative", privacy)
+    with _ProgressBar(max_seconds) as progress:
+        try:
+            design = design_channel(
+                privacy, utility, prior, alternative=alternative, loss=loss, method=method, exact=exact, gap=gap,
+                max_seconds=max_seconds, max_vertices=max_vertices, threads=threads, progress=progress,
+                row_order=row_order,
+            )
+        except LinearProgramError as error:
+            fail(str(error))
+    if compare and design.method != "symmetry":
+        fail("--compare needs a class-structured E (--family, --classes, or a dense E with twin classes and k > 16)")
+    if not design.certified:
+        report_design(design, Console(stderr=True))
+        Console(stderr=True).print(f"{design.certificate.verdict}: the channel is not written", markup=False)
         raise typer.Exit(NOT_CERTIFIED)
-    summary = {**result.summary(), "method_note": note}
-    rows = []
-    if comparison is not None:
-        from designer.design.symmetry.compare import (
-            compare_over_epsilon,
-            mechanism_utilities,
-            plot_comparison,
-        )
+    extra, rows = _comparison(design, plot, plot_eps) if compare else ({}, [])
+    if exact and design.method != "symmetry":
+        from designer.cone import irrational_ratio_note
 
-        rows = mechanism_utilities(result.structure, result.objective)
-        summary["compare"] = [row.__dict__ for row in rows]
-        plot, plot_eps = comparison
-        if plot is not None:
-            epsilons = parse_floats(plot_eps, "plot-eps")
-            curves = compare_over_epsilon(result.structure, epsilons)
-            plot_comparison(curves, plot, result.structure.name)
-            summary["compare_curves"] = curves
-    document = None
-    if package is not None:
+        irrational = irrational_ratio_note(design.route.privacy.exact_epsilon.ravel())
+        extra.update({"exact_note": irrational} if irrational else {})
+    document = _package_document(design, package, key, prior) if package is not None else None
+    if document is not None and design.method == "symmetry":
+        extra["package"] = {"path": str(package), "kind": "orbit", "sha256": document["sha256"],
+                            "relative_utility_loss": document["utility"]["relative_utility_loss"]}
+    design.save(out, summary_file, extra)
+    if document is not None:
+        document = _write_package(design, document, package, key)
+        if "package" in extra:
+            extra["package"]["sha256"] = document["sha256"]
+    if as_json:
+        print_json({**design.summary(), **extra})
+        return
+    console = Console()
+    report_design(design, console)
+    if rows:
+        print_comparison(console, design.route.objective, rows)
+    if extra.get("exact_note"):
+        console.print(f"  exact: {extra['exact_note']}", markup=False, emoji=False)
+    what = "channel" if design.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
+    console.print(f"  {what} written to {out}", markup=False, emoji=False)
+    if summary_file is not None:
+        console.print(f"  summary written to {summary_file}", markup=False, emoji=False)
+    if document is not None:
+        console.print(f"  {'orbit ' if design.method == 'symmetry' else ''}package written to {package}"
+                      + (f" (class level, certified exactly, margin {document['certificate']['margin']}; relative "
+                         f"mutual-information loss {float(document['utility']['relative_utility_loss']):.3g})"
+                         if design.method == "symmetry" else ""), markup=False, emoji=False)
+
+
+def _comparison(design, plot: Path | None, plot_eps: str) -> tuple[dict, list]:
+    """The shipped mechanisms next to the optimum (``compare``), the figure over epsilon (``compare_curves``), the rows."""
+    from designer.design.symmetry.compare import compare_over_epsilon, mechanism_utilities, plot_comparison
+
+    structure = design.route.structure
+    rows = mechanism_utilities(structure, design.route.objective)
+    extra = {"compare": [row.__dict__ for row in rows]}
+    if plot is not None:
+        curves = compare_over_epsilon(structure, parse_floats(plot_eps, "plot-eps"))
+        plot_comparison(curves, plot, structure.name)
+        extra["compare_curves"] = curves
+    return extra, rows
+
+
+def _package_document(design, package: Path, key, prior) -> dict:
+    """The package of the design (nothing written): an orbit package at class level for the orbit LP,
+    else the returned channel rounded to a certified 32-bit table."""
+    if design.method == "symmetry":
         from designer.deploy.orbit import build_orbit_package
 
-        document = build_orbit_package(result)
-        summary["package"] = {"path": str(package), "kind": "orbit", "sha256": document["sha256"],
-                              "relative_utility_loss": document["utility"]["relative_utility_loss"]}
-    if result.channel is not None:
-        writes = [(out, matrix_csv_writer(result.channel.exact_matrix if result.exact else result.channel.matrix))]
-    else:
-        writes = [(out, json_writer(summary))]
-    if summary_file is not None:
-        writes.append((summary_file, json_writer(summary)))
-    write_files(writes)
-    if document is not None:
+        return build_orbit_package(design.route)
+    from designer.commands.deploy import certified_package, seal
+    from designer.spec import PrivacyMatrix
+
+    privacy = design.privacy if isinstance(design.privacy, PrivacyMatrix) else design.privacy.privacy()
+    return seal(certified_package(design.channel, privacy, 32, package, prior), key)
+
+
+def _write_package(design, document: dict, package: Path, key) -> dict:
+    if design.method == "symmetry":
         from designer.commands.deploy import finish_package
 
-        document = finish_package(document, package, key, (None, None, None))
-        summary["package"]["sha256"] = document["sha256"]
-    if as_json:
-        print_json(summary)
-        return
-    console = Console()
-    report_symmetric(result, console, note)
-    if rows:
-        print_comparison(console, result.objective, rows)
-    what = "channel" if result.channel is not None else "class-level design (JSON; k x m too large to tabulate)"
-    console.print(f"  {what} written to {out}", markup=False, emoji=False)
-    if document is not None:
-        console.print(f"  orbit package written to {package} (class level, certified exactly, margin "
-                      f"{document['certificate']['margin']}; relative mutual-information loss "
-                      f"{float(document['utility']['relative_utility_loss']):.3g})", markup=False, emoji=False)
+        return finish_package(document, package, key, (None, None, None))
+    from designer.deploy.package import write_package
+
+    write_package(package, document)
+    return document
 
 
-def _design_with_gap(privacy, prior, gap: float, max_seconds: float, threads: int | None, out, summary_file,
-                     as_json: bool) -> None:
-    """Column generation with certified bounds, a progress bar of both bounds on stderr, the gap reported."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+class _ProgressBar:
+    """Column generation's progress on stderr (both bounds and the gap), shown from its first round."""
 
-    from designer.design.gap import design_with_gap
-    from designer.io import json_writer, matrix_csv_writer, write_files
+    def __init__(self, max_seconds: float):
+        self.max_seconds, self.bar, self.task = max_seconds, None, None
 
-    if not 0 <= gap < 1:
-        fail(f"--gap must be in [0, 1), got {gap!r}")
-    if threads is not None and threads < 1:
-        fail(f"--threads must be at least 1, got {threads!r}")
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True
-    ) as bar:
-        task = bar.add_task("column generation", total=max_seconds)
+    def __enter__(self):
+        return self.show
 
-        def show(lower: float, upper: float, seconds: float) -> None:
-            relative = (upper - lower) / upper if upper > 0 else 0.0
-            bar.update(task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
+    def show(self, lower: float, upper: float, seconds: float) -> None:
+        if self.bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        result = design_with_gap(privacy, prior, gap, max_seconds, show, threads)
-    summary = {**result.summary(), "E": privacy.name, "k": privacy.k, "method": "column generation"}
-    writes = [(out, matrix_csv_writer(result.channel.matrix))]
-    if summary_file is not None:
-        writes.append((summary_file, json_writer(summary)))
-    if not result.certified:
-        Console(stderr=True).print(f"{result.certificate.verdict}: the channel is not written", markup=False)
-        raise typer.Exit(NOT_CERTIFIED)
-    write_files(writes)
-    if as_json:
-        print_json(summary)
-        return
-    console = Console()
-    status = {"gap": "gap tolerance reached", "pricing": "pricing search exhausted at the final duals (its bound is final)"
-              }.get(result.stopped, "time budget (--max-seconds) ran out")
-    console.print(f"[bold]{escape(privacy.name)}[/]: column generation, {status} (not a proof of optimality)", emoji=False)
-    console.print(
-        f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}"
-    )
-    console.print(
-        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes ({result.pricing}, "
-        f"{result.threads} thread{'s' if result.threads > 1 else ''}), {result.channel.n_outputs} "
-        f"outputs, {result.seconds:.3g} s; [green]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
-        f"margin {result.certificate.margin:.3g})"
-    )
-    console.print(f"  channel written to {out}", markup=False, emoji=False)
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("column generation", total=self.max_seconds)
+        relative = (upper - lower) / upper if upper > 0 else 0.0
+        self.bar.update(self.task, completed=seconds, description=f"lower {lower:.6f}  upper {upper:.6f}  gap {relative:.2%}")
+
+    def __exit__(self, *failure) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,50 @@ from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
+    from designer.design.gap import GapDesign
+    from designer.design.outcome import Design
     from designer.design.result import DesignResult
     from designer.design.symmetry import SymmetricDesign
+
+
+def report_design(design: Design, console: Console) -> None:
+    """Print a front-door design: the route's report, the method and why, the bounds and the move inside E."""
+    route = design.route
+    if design.method == "symmetry":
+        report_symmetric(route, console, design.reason)
+    elif design.method == "column-generation":
+        report_gap(route, design.privacy.name, console)
+    elif design.method == "closed-form":
+        console.print(f"[bold]{escape(design.privacy.name)}[/]: optimal {design.utility} (nats) = "
+                      f"{design.upper.value:.6g} ({escape(route.theorem)})", emoji=False)
+    else:
+        report(route, console)
+    if design.method != "symmetry":
+        console.print(f"  method: {design.reason}", markup=False, emoji=False)
+    lower, upper = design.lower, design.upper
+    console.print(f"  bounds: {lower.value:.12g} ({lower.kind}) <= optimum <= {upper.value:.12g} ({upper.kind})",
+                  markup=False, emoji=False)
+    if design.interior is not None and design.interior.shrink > 0:
+        console.print(f"  inside E: log-spreads shrunk by {design.interior.shrink:.2g} for exact certification "
+                      f"(utility cost {design.margin_cost:.2g})", markup=False, emoji=False)
+    certificate = design.certificate
+    colour = "green" if design.certified else "red"
+    console.print(f"  returned design: [{colour}]{certificate.verdict}[/] ({certificate.mode}, margin "
+                  f"{certificate.margin:.3g}); exact proof: {escape(design.exact_proof)}", emoji=False)
+
+
+def report_gap(result: GapDesign, name: str, console: Console) -> None:
+    """Print a column-generation design: why it stopped, the bracket, the search."""
+    status = {"gap": "gap tolerance reached", "pricing": "pricing search exhausted at the final duals (its bound is final)"
+              }.get(result.stopped, "time budget (--max-seconds) ran out")
+    console.print(f"[bold]{escape(name)}[/]: column generation, {status} (not a proof of optimality)", emoji=False)
+    console.print(f"  certified channel: I = {result.lower:.6f} nats; upper bound {result.upper:.6f}; gap {result.gap:.2%}")
+    console.print(
+        f"  {result.columns} columns, {result.rounds} rounds, {result.nodes} bound nodes ({result.pricing}, "
+        f"{result.threads} thread{'s' if result.threads > 1 else ''}), {result.channel.n_outputs} "
+        f"outputs, {result.seconds:.3g} s; [green]{result.certificate.verdict}[/] ({result.certificate.mode} certifier, "
+        f"margin {result.certificate.margin:.3g})"
+    )
 
 
 def report(result: DesignResult, console: Console, title: str = "") -> None:

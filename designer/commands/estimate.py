@@ -13,7 +13,8 @@ from designer.commands import guarded, print_json
 TABLE_ROWS = 50
 
 
-@guarded
+@guarded(reads=("--mechanism", "--reports", "--counts"), writes=("--save-counts",),
+         updates={"--save-counts": "--counts"})
 def estimate_command(
     mechanism: Path = typer.Option(..., "--mechanism", help="Channel CSV, or a package JSON from `ldp-designer package`."),
     reports: str = typer.Option(None, "--reports", help="Report file, folder (recursive), glob ('**' recurses) or URL; "

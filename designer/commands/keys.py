@@ -11,9 +11,11 @@ from rich.markup import escape
 from designer.commands import guarded, print_json
 
 JS_CLIENT = Path(__file__).resolve().parent.parent / "deploy" / "js" / "ldp-client.mjs"
+#: The memo-keeping client (docs/longitudinal.md); it imports ``./ldp-client.mjs``, so both go together.
+JS_MEMO = JS_CLIENT.with_name("ldp-memo.mjs")
 
 
-@guarded
+@guarded(writes=("--out",))
 def keygen_command(
     out: Path = typer.Option(..., "--out", help="Private key file to create (mode 0600); the public key goes to OUT.pub."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -36,19 +38,21 @@ def keygen_command(
                          f"to the clients: verify-package --public-key {public_path})"))
 
 
-@guarded
+@guarded(writes_into=("--out",))
 def export_js_command(
-    out: Path = typer.Option(..., "--out", help="Folder to write ldp-client.mjs into."),
+    out: Path = typer.Option(..., "--out", help="Folder to write ldp-client.mjs and ldp-memo.mjs into."),
 ) -> None:
-    """Write the JavaScript client (an ES module, no dependencies) into a folder."""
+    """Write the JavaScript clients (ES modules, no dependencies) into a folder: ldp-client.mjs and the
+    memo-keeping ldp-memo.mjs that imports it."""
     from designer.io.writing import write_files
 
     if not out.is_dir():
         raise ValueError(f"--out {out} is not an existing folder")
-    text = JS_CLIENT.read_text()
-    target = out / JS_CLIENT.name
-    write_files([(target, lambda handle: handle.write(text))])
-    Console().print(escape(f"wrote {target} (ES module: import {{ loadPackage }} from './{JS_CLIENT.name}')"))
+    texts = {source.name: source.read_text() for source in (JS_CLIENT, JS_MEMO)}
+    write_files([(out / name, lambda handle, text=text: handle.write(text)) for name, text in texts.items()])
+    Console().print(escape(f"wrote {out / JS_CLIENT.name} (ES module: import {{ loadPackage }} from "
+                           f"'./{JS_CLIENT.name}') and {out / JS_MEMO.name} (memoizing clients: import "
+                           f"{{ loadMemoized }} from './{JS_MEMO.name}')"))
 
 
 def register(app: typer.Typer) -> None:

@@ -20,10 +20,12 @@ from designer.commands.deploy import (
     finish_package,
     parsed,
     print_signature,
+    reject,
     signing_key,
 )
 
-@guarded
+
+@guarded(reads=("--E", "--channel", "--prior", "--sign", "--report-E", "--instantaneous"), writes=("--out",))
 def package_command(
     e_file: Path = typer.Option(..., "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
     channel_file: Path = typer.Option(..., "--channel", help="CSV with k rows of probabilities."),
@@ -35,6 +37,11 @@ def package_command(
     shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
     shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
     population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
+    report_e: Path = typer.Option(None, "--report-E", help="Record a longitudinal policy: memoization required, one report E1-LDP for this E1 (CSV)."),
+    instantaneous: Path = typer.Option(None, "--instantaneous", help="The instantaneous stage Q2 (CSV, one row per output of --channel) run every round on the memoized response."),
+    instantaneous_bits: int = typer.Option(32, "--instantaneous-bits", help="Each row of Q2 sums to 2^bits (8 to 64)."),
+    rounds_per_period: int = typer.Option(1, "--rounds-per-period", help="Clients refuse more reports per period."),
+    period_seconds: int = typer.Option(86400, "--period-seconds", help="Length of a period in seconds (default a day)."),
 ) -> None:
     """Write a mechanism package: the channel as a certified integer table. Exit 0 written, 1 refused, 2 bad input."""
     from designer.deploy.table import check_bits
@@ -55,6 +62,11 @@ def package_command(
             raise ValueError(f"{prior_file}: the prior must have {privacy.k} non-negative entries summing to 1")
     prior_name = "uniform" if prior_file is None else (prior_file.name if prior_file.name != "uniform" else "file uniform")
     document = certified_package(channel, privacy, bits, out, prior, prior_name)
+    if report_e is not None:
+        record_longitudinal(document, out, report_e, instantaneous, instantaneous_bits, rounds_per_period,
+                            period_seconds)
+    elif instantaneous is not None:
+        raise ValueError("--instantaneous goes with --report-E (the level one report is certified against)")
     document = finish_package(document, out, key, (shuffle_n, shuffle_delta, population))
     if as_json:
         print_json({"out": str(out), "sha256": document["sha256"], "bits": bits, "utility": document["utility"],
@@ -63,7 +75,7 @@ def package_command(
         describe_package(document, out, Console())
 
 
-@guarded
+@guarded(reads=("--sign",), writes=("--out",))
 def package_hadamard_command(
     block_sizes: str = typer.Option(
         ..., "--block-sizes", help="Consecutive block sizes, comma separated; SIZE*COUNT repeats (e.g. 1750*25)."
@@ -94,7 +106,7 @@ def package_hadamard_command(
     print_signature(document, Console())
 
 
-@guarded
+@guarded(reads=("--sign",), writes=("--out",))
 def package_high_low_command(
     k: int = typer.Option(..., "--k", help="Domain size: symbols 0..k-1."),
     sensitive: str = typer.Option(
@@ -127,6 +139,34 @@ def package_high_low_command(
     ))
     Console().print(f"  sha256 {document['sha256']}")
     print_signature(document, Console())
+
+
+def record_longitudinal(document: dict, out: Path, report_e: Path, instantaneous: Path | None, bits: int,
+                        rounds_per_period: int, period_seconds: int) -> None:
+    """Add the longitudinal member (designer.longitudinal.policy); a report that is not E1-LDP exits 1."""
+    from designer.deploy.table import check_bits
+    from designer.io import read_channel, read_privacy_matrix
+    from designer.longitudinal.policy import PolicyRefused, add_longitudinal_member, instantaneous_table
+
+    for option, value in (("--rounds-per-period", rounds_per_period), ("--period-seconds", period_seconds)):
+        if value < 1:
+            raise ValueError(f"{option} must be at least 1, got {value}")
+    check_bits(bits)
+    report_privacy = read_privacy_matrix(report_e)
+    if report_privacy.k != len(document["inputs"]):
+        raise ValueError(f"{report_e}: E1 is {report_privacy.k} x {report_privacy.k} but the package has "
+                         f"{len(document['inputs'])} inputs")
+    stage = None
+    if instantaneous is not None:
+        channel = read_channel(instantaneous)
+        if channel.k != len(document["outputs"]):
+            raise ValueError(f"{instantaneous}: Q2 has {channel.k} rows but the package has "
+                             f"{len(document['outputs'])} outputs")
+        stage = instantaneous_table(channel, bits)
+    try:
+        add_longitudinal_member(document, report_privacy, rounds_per_period, period_seconds, stage)
+    except PolicyRefused as error:
+        reject(f"{out} not written: {error}")
 
 
 def register(app: typer.Typer) -> None:

@@ -99,7 +99,7 @@ def range_command(
     epsilon: float = typer.Option(1.0, "--eps", help="E(x, x') = eps * ||x - x'||_1."),
     n: int = typer.Option(1_000_000, "--n", help="Number of users."),
     queries: int = typer.Option(100, "--queries", help="Number of random range queries."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (data, queries and noise)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Random seed (data, queries and noise)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Simulate the L1 range mechanism on Zipf(1.1) data and report squared errors vs the bound."""
@@ -134,7 +134,7 @@ def _named_or_file(name: str, table: dict, m: int, what: str) -> tuple[np.ndarra
     return matrix, Path(name).name
 
 
-@guarded
+@guarded(reads=("--workload", "--E", "--strategy"), writes=("--out",))
 def strategy_command(
     workload: str = typer.Option(..., "--workload", help="prefix | all-range | identity | a CSV file W (q x m)."),
     e_file: Path = typer.Option(..., "--E", help="CSV with the m x m privacy matrix E."),

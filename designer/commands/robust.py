@@ -123,7 +123,7 @@ def report(certificate: RobustCertificate, console: Console) -> None:
         )
 
 
-@guarded
+@guarded(reads=("--data", "--sign"), writes=("--out", "--package"))
 def robust_command(
     data: Path = DATA,
     secret: str = SECRET,
@@ -222,7 +222,7 @@ def robust_command(
     raise typer.Exit(EXIT_CODES[certificate.verdict])
 
 
-@guarded
+@guarded(reads=("--data", "--channel"))
 def certify_robust_command(
     data: Path = DATA,
     secret: str = SECRET,

@@ -24,7 +24,7 @@ def _number(value: float):
     return "inf" if math.isinf(value) else value
 
 
-@guarded(inputs=frozenset({"--package"}))
+@guarded(reads=("--channel", "--E", "--package"))
 def shuffle_command(
     channel_file: Path = typer.Option(None, "--channel", help="CSV with k rows of probabilities."),
     e_file: Path = typer.Option(None, "--E", help="CSV of E: which directions are protected (finite entries)."),

@@ -123,7 +123,7 @@ def simulate_command(
     dist: str = typer.Option("uniform", "--dist", help="uniform, zipf:LAM, geometric:LAM or a CSV of k weights."),
     blocks: str | None = typer.Option(None, "--blocks", help="block-hr: M equal blocks, or a CSV of block sizes."),
     sensitive: int | None = typer.Option(None, "--sensitive", help="high-low-hr: the first S symbols are sensitive."),
-    seed: int | None = typer.Option(None, "--seed", help="Random seed (reproducible runs)."),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Random seed (reproducible runs)."),
     max_seconds: float = typer.Option(
         3600.0, "--max-seconds",
         help="Refuse, after the first 2^21 users, a run projected to take longer than this (inf: no limit).",

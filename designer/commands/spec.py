@@ -45,7 +45,7 @@ def equal_block_sizes(k: int, n_blocks: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(n_blocks)]
 
 
-@guarded
+@guarded(reads=("--distance", "--graph"), writes=("--out",))
 def spec_command(
     family: Family = typer.Argument(..., help="ldp | high-low | block | metric"),
     out: Path = typer.Option(..., "--out", help="Where to write E as CSV."),

@@ -12,7 +12,7 @@ from designer.commands import guarded
 INTERRUPTED = 130
 
 
-@guarded
+@guarded(reads=("PLAN",), writes=("--plot",), writes_into=("--out",))
 def sweep_command(
     plan: Path = typer.Argument(None, help="The plan (TOML; see designer/sweep/plan.py and benchmarks/plans/)."),
     out: Path = typer.Option(..., "--out", help="Results directory of Parquet parts (resumed when it exists)."),

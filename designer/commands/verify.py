@@ -27,7 +27,7 @@ LISTED_SUPPORT = 1 << 16
 MAX_SAMPLED = 10**9
 
 
-@guarded
+@guarded(reads=("PATH", "--E", "--public-key"))
 def verify_package_command(
     path: Path = typer.Argument(..., help="The mechanism package (JSON)."),
     policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
@@ -40,6 +40,8 @@ def verify_package_command(
     if "shuffle" in checked.document:
         _verify_shuffle(checked, path)
     extra = {"trust": checked.trust, "policy": None if checked.policy is None else checked.policy.to_dict()}
+    if "longitudinal" in checked.document:
+        extra["longitudinal"] = _verify_longitudinal(checked, path)
     if checked.document["kind"] != "table":
         _verify_structured(checked, path, as_json, extra)
         return
@@ -71,6 +73,18 @@ def _verify_shuffle(checked: CheckedPackage, path: Path) -> None:
                f"re-proved (delta there <= {guarantee.delta:.6g})", err=True)
 
 
+def _verify_longitudinal(checked: CheckedPackage, path: Path) -> dict:
+    """Re-certify a package's longitudinal policy (designer.longitudinal.policy); one line on stderr."""
+    from designer.longitudinal.policy import verify_longitudinal
+
+    with opening(path):
+        summary = verify_longitudinal(checked.document, checked.verification)
+    typer.echo(f"longitudinal: memoization required, at most {summary['rounds_per_period']} report(s) per "
+               f"{summary['period_seconds']} s; one report re-certified against report_E (epsilon "
+               f"{summary['report_epsilon']:.6g}), long term {summary['long_term_epsilon']:.6g}", err=True)
+    return summary
+
+
 def _verify_structured(checked: CheckedPackage, path: Path, as_json: bool, extra: dict) -> None:
     """verify-package for a block-hadamard or high-low-hadamard package: its structural privacy, re-proved exactly."""
     document, verification = checked.document, checked.verification
@@ -93,13 +107,13 @@ def _verify_structured(checked: CheckedPackage, path: Path, as_json: bool, extra
         reject(f"{path}: {why_violated(verification)}")
 
 
-@guarded
+@guarded(reads=("PATH", "--E", "--public-key"))
 def sample_package_command(
     path: Path = typer.Argument(..., help="The mechanism package (JSON)."),
     input_label: str = typer.Option(..., "--input", help="Input label to draw reports for."),
     n: int = typer.Option(1000, "--n", help="Number of reports."),
     seed: int = typer.Option(
-        None, "--seed", help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
+        None, "--seed", min=0, help="Reproducible simulation with numpy's PCG64 (NOT cryptographic); default ChaCha20."
     ),
     policy_file: Path = typer.Option(None, "--E", help=POLICY_HELP),
     public_key: Path = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),

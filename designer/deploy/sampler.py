@@ -91,9 +91,13 @@ MAX_ORBIT_OUTPUTS = 1 << 53
 MAX_LABEL_LENGTH = 1000
 MAX_PACKAGE_CHARACTERS = 1 << 28
 KINDS = tuple(MEMBERS)
+#: Most digits of a number in package text (the numbers are ``schema_version`` and ``bits``;
+#: large integers are decimal strings).
+MAX_INTEGER_DIGITS = 20
 #: Members a package of any kind may hold: ``shuffle``, the central guarantee after shuffling
-#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package).
-OPTIONAL_MEMBERS = ("shuffle",)
+#: (:mod:`designer.shuffle.package`; covered by the hash, re-proved by verify-package), and
+#: ``longitudinal``, the memoization policy of a table package (:mod:`designer.longitudinal.policy`).
+OPTIONAL_MEMBERS = ("shuffle", "longitudinal")
 
 
 class PackageError(ValueError):
@@ -130,10 +134,17 @@ def parse_package(text: str) -> dict:
         raise PackageError(f"the package holds the number {number[:40]}: numbers must be integers written without "
                            "a fraction or an exponent (schema_version 1, bits 32)")
 
+    def small_integer(number: str) -> int:
+        digits = number.lstrip("-")
+        if len(digits) > MAX_INTEGER_DIGITS:  # int() refuses beyond 4300 digits, with no file or member named
+            raise PackageError(f"the package holds a {len(digits)}-digit number {digits[:20]}...: numbers in a package "
+                               "are small integers (schema_version 1, bits 32)")
+        return int(number)
+
     if len(text) > MAX_PACKAGE_CHARACTERS:
         raise PackageError(f"the package has {len(text)} characters, more than the limit {MAX_PACKAGE_CHARACTERS}")
     try:
-        document = json.loads(text, parse_constant=reject, parse_float=reject_float)
+        document = json.loads(text, parse_constant=reject, parse_float=reject_float, parse_int=small_integer)
     except json.JSONDecodeError as error:
         raise PackageError(f"not valid JSON (truncated or malformed): {error.msg} at line {error.lineno}, column {error.colno}") from None
     except RecursionError:
@@ -183,17 +194,66 @@ def signature_bytes(document: dict) -> tuple[bytes, bytes]:
         decode_base64(signature["value"], 64, "signature.value")
 
 
+#: White space allowed around base64 text (a key file's line end): ASCII only, the same set in the
+#: JavaScript client.
+SPACE = " \t\n\r"
+
+
 def decode_base64(text, size: int, where: str) -> bytes:
-    """Standard base64 text of exactly ``size`` bytes (an Ed25519 key: 32, a signature: 64)."""
+    """Standard padded base64 text of exactly ``size`` bytes (an Ed25519 key: 32, a signature: 64).
+
+    Only ASCII white space (:data:`SPACE`) around the text is ignored; unpadded text, white
+    space inside and any character outside the standard alphabet are refused, as in the
+    JavaScript client.
+    """
     try:
         if not isinstance(text, str):
             raise ValueError
-        raw = base64.b64decode(text.strip(), validate=True)
+        raw = base64.b64decode(text.strip(SPACE), validate=True)
     except (ValueError, binascii.Error):
-        raise PackageError(f"{where}: not base64 text") from None
+        raise PackageError(f"{where}: not base64 text (standard alphabet, padded with '=')") from None
     if len(raw) != size:
         raise PackageError(f"{where}: {len(raw)} bytes, expected {size} (raw Ed25519, base64)")
     return raw
+
+
+#: The field prime of Ed25519 and the curve constant d = -121665/121666 (RFC 8032, section 5.1).
+FIELD_PRIME = 2**255 - 19
+CURVE_D = -121665 * pow(121666, FIELD_PRIME - 2, FIELD_PRIME) % FIELD_PRIME
+#: The y coordinates of the eight points of small order (1, 2, 4, 8): the identity (y = 1), its
+#: negative (y = -1), the two points of order 4 (y = 0) and the four of order 8 (y = +-Y8).
+_Y8 = 0x7A03AC9277FDC74EC6CC392CFA53202A0F67100D760B3CBA4FD84D3D706A17C7
+SMALL_ORDER_Y = frozenset({0, 1, FIELD_PRIME - 1, _Y8, FIELD_PRIME - _Y8})
+
+
+def check_public_key(raw: bytes, where: str) -> bytes:
+    """Refuse an Ed25519 public key that is not a canonical encoding of a point of large order.
+
+    ``cryptography`` (OpenSSL) and WebCrypto accept any 32 bytes: with a small-order key
+    (the identity ``AQAA...A=`` among them) a made-up signature verifies over any content.
+    Refused, with :class:`PackageError`: ``y >= p`` (a non-canonical encoding, RFC 8032
+    section 5.1.3), the eight points of small order (:data:`SMALL_ORDER_Y`), and a ``y`` for
+    which ``x^2 = (y^2 - 1) / (d y^2 + 1)`` has no square root (not a curve point).
+    The JavaScript client applies the same checks in the same order.
+    """
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    if y >= FIELD_PRIME:
+        raise PackageError(f"{where}: not a canonical Ed25519 encoding (y >= 2^255 - 19)")
+    if y in SMALL_ORDER_Y:
+        raise PackageError(f"{where}: a point of small order (one of the 8 such Ed25519 keys): "
+                           "any made-up signature would verify with it")
+    square = (y * y - 1) * pow(CURVE_D * y * y + 1, FIELD_PRIME - 2, FIELD_PRIME) % FIELD_PRIME
+    if pow(square, (FIELD_PRIME - 1) // 2, FIELD_PRIME) != 1:  # not a nonzero square (zero: y = +-1, refused above)
+        raise PackageError(f"{where}: not a point of the Ed25519 curve")
+    return raw
+
+
+def pinned_digest(sha256) -> str:
+    """The pinned SHA-256 as lower-case hex: exactly 64 hex digits (either case), nothing around them."""
+    if not isinstance(sha256, str) or len(sha256) != 64 or any(c not in "0123456789abcdefABCDEF" for c in sha256):
+        shown = sha256[:80] if isinstance(sha256, str) else type(sha256).__name__
+        raise PackageError(f"the pinned SHA-256 must be 64 hex digits, got {shown!r}")
+    return sha256.lower()
 
 
 def key_fingerprint(public_key: bytes) -> str:
@@ -234,9 +294,9 @@ def authenticate(document: dict, public_key: str | bytes | None = None, sha256: 
     """
     how = []
     if sha256 is not None:
-        digest = package_digest(document)
-        if digest != str(sha256).strip().lower():
-            raise PackageUntrusted(f"SHA-256 {digest} is not the pinned {str(sha256).strip()[:64]}")
+        digest, pinned = package_digest(document), pinned_digest(sha256)
+        if digest != pinned:
+            raise PackageUntrusted(f"SHA-256 {digest} is not the pinned {pinned}")
         how.append("pinned SHA-256")
     if public_key is not None:
         how.append(verify_signature(document, public_key))
@@ -258,6 +318,7 @@ def verify_signature(document: dict, public_key: str | bytes) -> str:
     trusted = public_key if isinstance(public_key, bytes) else decode_base64(public_key, 32, "the trusted public key")
     if len(trusted) != 32:
         raise PackageError(f"the trusted public key has {len(trusted)} bytes, expected 32 (raw Ed25519)")
+    check_public_key(trusted, "the trusted public key")
     if SIGNATURE not in document:
         raise PackageUntrusted(f"the package is not signed, but a trusted public key ({key_fingerprint(trusted)}) "
                                "was given")

@@ -8,9 +8,12 @@ The clients verify it with a public key the caller trusts
 names the signer, it is never trusted by itself.
 
 Key files (``ldp-designer keygen --out KEY``) are one line of standard base64 each:
-``KEY`` holds the 32-byte private seed (RFC 8032) and is created with mode 0600;
+``KEY`` holds 64 bytes, the 32-byte private seed (RFC 8032) followed by the 32-byte public
+key (the layout of libsodium's and Go's Ed25519 private keys), created with mode 0600;
 ``KEY.pub`` holds the 32-byte raw public key, the form WebCrypto imports as ``"raw"``.
-Neither file is ever overwritten.
+The sizes tell the two apart by content: a public key given where a private one is expected
+(``--sign KEY.pub``) is refused, and so is a private key whose public half is not its seed's.
+Neither file is ever overwritten, by keygen or any other command (:mod:`designer.io.protected`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,19 @@ import base64
 import os
 from pathlib import Path
 
-from designer.deploy.sampler import SIGNATURE, SIGNATURE_ALGORITHM, PackageError, canonical_bytes, decode_base64
+from designer.deploy.sampler import (
+    SIGNATURE,
+    SIGNATURE_ALGORITHM,
+    SPACE,
+    PackageError,
+    canonical_bytes,
+    check_public_key,
+    decode_base64,
+)
 
 PUBLIC_SUFFIX = ".pub"
+#: Bytes of a private key file (seed and public key) and of a public key file.
+PRIVATE_KEY_BYTES, PUBLIC_KEY_BYTES = 64, 32
 
 
 def public_key_path(private_path: str | Path) -> Path:
@@ -46,7 +59,7 @@ def generate_key_files(private_path: str | Path) -> tuple[Path, Path, bytes]:
     key = Ed25519PrivateKey.generate()
     seed = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
     public = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    _create(private_path, base64.b64encode(seed).decode("ascii") + "\n", 0o600)
+    _create(private_path, base64.b64encode(seed + public).decode("ascii") + "\n", 0o600)
     try:
         _create(public_path, base64.b64encode(public).decode("ascii") + "\n", 0o644)
     except BaseException:
@@ -56,16 +69,58 @@ def generate_key_files(private_path: str | Path) -> tuple[Path, Path, bytes]:
 
 
 def read_private_key(path: str | Path):
-    """The Ed25519 private key in a ``keygen`` file (one line: base64 of the 32-byte seed)."""
+    """The Ed25519 private key in a ``keygen`` file (one line: base64 of the seed and the public key).
+
+    Raises :class:`PackageError` (one line naming the file) for a public key (32 bytes: ``KEY.pub``),
+    any other size, and a public half that is not the seed's public key (a damaged or spliced file).
+    """
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    seed = decode_base64(_read_line(path), 32, f"{path}: private key")
-    return Ed25519PrivateKey.from_private_bytes(seed)
+    text = _read_line(path)
+    try:
+        raw = decode_base64(text, PRIVATE_KEY_BYTES, f"{path}: private key")
+    except PackageError:
+        if _decoded_size(text) == PUBLIC_KEY_BYTES:
+            raise PackageError(f"{path}: a public key (32 bytes), not a private key: give the private key file "
+                               "written by keygen (KEY, not KEY.pub; 64 bytes: seed and public key)") from None
+        raise
+    seed, public = raw[:32], raw[32:]
+    key = Ed25519PrivateKey.from_private_bytes(seed)
+    if key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw) != public:
+        raise PackageError(f"{path}: private key damaged: its public half is not the public key of its seed")
+    return key
+
+
+def private_key_warning(path: str | Path) -> str | None:
+    """One line warning that the private key file ``path`` is open to group or others (any of the
+    mode bits 0077, as OpenSSH refuses), naming the fix ``chmod 600``; None otherwise."""
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        return None
+    if mode & 0o077:
+        access = "readable" if mode & 0o044 else "accessible"
+        return f"{path}: private key {access} by group or others (mode {mode:04o}); run: chmod 600 {path}"
+    return None
 
 
 def read_public_key(path: str | Path) -> bytes:
-    """The raw 32-byte Ed25519 public key in a ``KEY.pub`` file (one line of base64)."""
-    return decode_base64(_read_line(path), 32, f"{path}: public key")
+    """The raw 32-byte Ed25519 public key in a ``KEY.pub`` file (one line of base64), checked as a key
+    (:func:`designer.deploy.sampler.check_public_key`: canonical, on the curve, not of small order)."""
+    where = f"{path}: public key"
+    text = _read_line(path)
+    if _decoded_size(text) == PRIVATE_KEY_BYTES:
+        raise PackageError(f"{path}: a private key (64 bytes), not a public key: give KEY.pub (and keep KEY secret)")
+    return check_public_key(decode_base64(text, PUBLIC_KEY_BYTES, where), where)
+
+
+def _decoded_size(text: str) -> int | None:
+    """How many bytes the base64 ``text`` holds (None when it is not base64)."""
+    try:
+        return len(base64.b64decode(text.strip(SPACE), validate=True))
+    except ValueError:  # binascii.Error too
+        return None
 
 
 def sign_package(document: dict, private_key) -> dict:

@@ -42,6 +42,9 @@ class DesignResult:
         Whether vertices and channel entries are exact rationals.
     methods : list of str
         How each component's vertices were obtained.
+    dual_bound : float or None
+        Vertex designs: ``sum(y) + k delta``, the dual made feasible for every vertex
+        (:mod:`designer.design.vertex`), an upper bound on every E-LDP channel's utility.
     """
 
     channel: Channel
@@ -58,6 +61,7 @@ class DesignResult:
     exact: bool = False
     methods: list = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    dual_bound: float | None = None
 
     @property
     def certified(self) -> bool:
@@ -82,6 +86,7 @@ class DesignResult:
             "duals": None if self.duals is None else [float(v) for v in self.duals],
             "dual_residual": self.dual_residual,
             "duality_gap": self.duality_gap,
+            "dual_bound": self.dual_bound,
             "timings": {name: round(value, 6) for name, value in self.timings.items()},
         }
 

@@ -1,6 +1,6 @@
 """Optimal E-LDP channels by linear programming.
 
-Vertex designs (:func:`design_channel`). For a utility that is a sum over
+Vertex designs (:func:`design_by_vertices`). For a utility that is a sum over
 output columns of a sublinear ``mu`` (mutual information under a prior, an
 f-divergence between two hypotheses), an optimal E-LDP channel uses scaled
 cone vertices as columns (Kairouz, Oh, Viswanath 2014, Theorem 4; Theorem 12
@@ -12,7 +12,10 @@ of robust-ldp-chi-square.md):
 The LP dual ``y`` (``V y >= mu(V)``, ``1 . y = objective``) certifies optimality
 against *every* E-LDP channel: each column q of such a channel is a
 non-negative combination of vertices, so ``mu(q) <= y . q`` by sublinearity,
-and summing over columns gives ``U(Q) <= y . 1``.
+and summing over columns gives ``U(Q) <= y . 1``. A float dual may miss a vertex's
+constraint by a rounding residual; ``y + delta 1`` with
+``delta = max_v max(0, mu(v) - y . v) / (1 . v)`` meets every one (``v >= 0``), so
+``sum(y) + k delta`` is the upper bound reported (``DesignResult.dual_bound``).
 
 The cone is a product over the components of E (:mod:`designer.cone`), the
 constraints ``sum theta_v v = 1`` split by component and the column utility
@@ -82,7 +85,7 @@ def column_utility(utility: str, prior, alternative=None):
     raise ValueError(f"unknown utility {utility!r}; choose one of {', '.join(VERTEX_UTILITIES)} or expected-loss")
 
 
-def design_channel(
+def design_by_vertices(
     privacy: PrivacyMatrix,
     utility: str = "mutual-information",
     prior=None,
@@ -94,7 +97,10 @@ def design_channel(
     backend: str = "highs",
     max_seconds: float | None = DEFAULT_MAX_SECONDS,
 ) -> DesignResult:
-    """The optimal E-LDP channel for a column-sublinear utility (see module docstring).
+    """The optimal E-LDP channel for a column-sublinear utility by the vertex LP (see module docstring).
+
+    One route of the front door :func:`designer.design.front.design_channel` (which chooses it for
+    small dense E, moves the channel inside E for the exact certifier and reports bounds).
 
     Parameters
     ----------
@@ -135,7 +141,7 @@ def design_channel(
     cone.check_size(max_vertices)
     timings["cone"] = time.perf_counter() - tick
     columns, exact_columns, duals = [], [], np.zeros(k)
-    methods, n_vertices, objective, residual, gap = [], 0, 0.0, -np.inf, 0.0
+    methods, n_vertices, objective, residual, gap, bound = [], 0, 0.0, -np.inf, 0.0, 0.0
     for component in cone.components:
         tick = time.perf_counter()
         found = component.vertices(exact, row_order, vertex_method, max_vertices, max_seconds)
@@ -149,6 +155,8 @@ def design_channel(
         weights = _polished_weights(found.vertices, solution.weights)
         timings["lp"] += time.perf_counter() - tick
         duals[symbols] = solution.duals
+        shortfall = (values - found.vertices @ solution.duals) / found.vertices.sum(axis=1)
+        bound += float(solution.duals.sum()) + symbols.size * max(0.0, float(shortfall.max()))
         residual = max(residual, solution.dual_residual)
         gap += solution.gap
         objective += float(values @ weights)
@@ -179,6 +187,7 @@ def design_channel(
         duals=duals,
         dual_residual=float(residual),
         duality_gap=float(gap),
+        dual_bound=bound,
         n_vertices=n_vertices,
         n_outputs=channel.n_outputs,
         seconds=time.perf_counter() - start,

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.io.protected import refuse_key_file
 from designer.io.reading import InputError
 
 
@@ -70,8 +71,9 @@ class Destination:
     """A checked output destination (see :func:`check_destinations`).
 
     ``path`` is the path as the user gave it (used in messages), ``target`` the
-    file that is written: symbolic links are followed, so a link stays a link and
-    its target is replaced. ``stream`` is true for a character device (``/dev/null``,
+    file that is written: the path with its folder resolved. A symbolic link named as
+    the output is itself replaced by the new file (written beside it, then renamed
+    over it): the file it pointed to is never written. ``stream`` is true for a character device (``/dev/null``,
     a terminal) or a named pipe: those are written into directly, never replaced.
     """
 
@@ -106,8 +108,11 @@ def _check_destination(path: Path) -> tuple[Destination, tuple]:
             raise InputError(f"{path}: is a {refused}, not a file; give the path of a file to write (nothing was written)")
         if stream:
             return Destination(path, path, True), ("inode", status.st_dev, status.st_ino)
+    if status is not None and stat.S_ISREG(status.st_mode):
+        refuse_key_file(path)
     try:
-        target = Path(os.path.realpath(path))
+        resolved = Path(os.path.realpath(path))
+        target = Path(os.path.realpath(path.parent)) / path.name if os.path.islink(path) else resolved
     except (OSError, ValueError) as error:
         raise InputError(f"{path}: cannot resolve this output path ({error})") from None
     folder = target.parent
@@ -121,7 +126,7 @@ def _check_destination(path: Path) -> tuple[Destination, tuple]:
         longest = 255
     if len(os.fsencode(target.name)) > longest:
         raise InputError(f"{path}: the file name is longer than the {longest} bytes this file system allows")
-    key = ("inode", status.st_dev, status.st_ino) if status is not None else ("path", str(target))
+    key = ("inode", status.st_dev, status.st_ino) if status is not None else ("path", str(resolved))
     return Destination(path, target, False), key
 
 
@@ -132,7 +137,7 @@ def check_destinations(paths: Iterable[str | Path]) -> list[Destination]:
     socket; a path whose folder does not exist; a file name too long for its file
     system; and the same file named twice, also through another spelling, a
     symbolic link or a hard link (paths are compared resolved, existing files by
-    device and inode). A character device (``/dev/null``) or a named pipe is
+    device and inode); an existing key file (:mod:`designer.io.protected`). A character device (``/dev/null``) or a named pipe is
     accepted and later written into directly; an existing regular file is replaced.
 
     Parameters
@@ -168,7 +173,8 @@ def same_file(first: str | Path, second: str | Path) -> bool:
         return False
 
 
-def check_outputs_spare_inputs(outputs: Iterable[tuple[str, str | Path]], inputs: Iterable[tuple[str, str | Path]]) -> None:
+def check_outputs_spare_inputs(outputs: Iterable[tuple[str, str | Path]], inputs: Iterable[tuple[str, str | Path]],
+                               allowed: Iterable[tuple[str, str]] = ()) -> None:
     """Refuse, before anything is read or written, an output that names an input file or another output.
 
     Paths are compared after resolving symbolic links and ``..`` (:func:`os.path.realpath`),
@@ -180,13 +186,16 @@ def check_outputs_spare_inputs(outputs: Iterable[tuple[str, str | Path]], inputs
     ----------
     outputs, inputs
         ``(option, path)`` pairs, the option as the user typed it (``"--out"``).
+    allowed
+        ``(output option, input option)`` pairs that may name the same file: the output
+        rewrites that input on purpose (``--save-counts`` over ``--counts``).
 
     Raises
     ------
     InputError
         One line naming both options and the path.
     """
-    inputs = list(inputs)
+    inputs, allowed = list(inputs), set(allowed)
     seen: list[tuple[str, str | Path]] = []
     for option, path in outputs:
         try:
@@ -198,7 +207,7 @@ def check_outputs_spare_inputs(outputs: Iterable[tuple[str, str | Path]], inputs
             if same_file(path, named):
                 raise InputError(f"{other} and {option} both name {path}: each output needs its own file (nothing was written)")
         for other, named in inputs:
-            if same_file(path, named):
+            if (option, other) not in allowed and same_file(path, named):
                 raise InputError(
                     f"{option} and {other} both name {path}: the output would overwrite the input; "
                     "write the output elsewhere (nothing was read or written)"

@@ -1,6 +1,6 @@
 """One sweep cell: a thin call into the library, returned as one tidy row.
 
-* ``design`` — :func:`designer.design.design_channel` (vertex LP) or, for
+* ``design`` — :func:`designer.design.vertex.design_by_vertices` (vertex LP) or, for
   ``expected-loss``, :func:`designer.design.design_expected_loss` with loss
   ``|x - y|`` (Bordenabe et al. 2014); objective = the optimal utility (nats) or loss;
   ``certified`` = the design's :func:`designer.certify.certify` verdict.
@@ -87,7 +87,7 @@ def seed_of(cell_hash: str) -> int:
 
 def _design(cell: dict, cell_hash: str) -> dict:
     from designer.design.expected_loss import design_expected_loss
-    from designer.design.vertex import design_channel
+    from designer.design.vertex import design_by_vertices
     from designer.sweep.cells import privacy_matrix
 
     privacy = privacy_matrix(cell)
@@ -95,7 +95,7 @@ def _design(cell: dict, cell_hash: str) -> dict:
         index = np.arange(privacy.k, dtype=float)
         result = design_expected_loss(privacy, np.abs(index[:, None] - index[None, :]))
     else:
-        result = design_channel(privacy, cell["utility"])
+        result = design_by_vertices(privacy, cell["utility"])
     return {"objective": float(result.objective), "certified": bool(result.certified),
             "verdict": result.certificate.verdict, "vertices": int(result.n_vertices), "outputs": int(result.n_outputs)}
 

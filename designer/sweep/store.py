@@ -12,9 +12,15 @@ Healing:
   moved to ``_quarantine/`` with a one-line warning, and its cells count as not
   stored, so the next run recomputes them; the leading underscore keeps the folder
   out of Parquet dataset readers (pyarrow and pandas skip ``_``-prefixed names);
+* a part whose columns cannot take the store's types (a text ``objective``) is
+  quarantined the same way, naming the part;
 * :meth:`ResultStore.compact` merges the small parts into one (the merged part is
   written and renamed into place first, then the merged parts are removed: a crash
-  in between leaves duplicate rows, which the newest-row rule makes harmless).
+  in between leaves duplicate rows, which the newest-row rule makes harmless);
+* a hidden staging file ``.part-....parquet.HOST.tmp`` left by a run that was killed
+  (``kill -9`` while writing a part or compacting) is removed when the store is next
+  opened: at once when its writer's process (on this host) has ended, after
+  :data:`STALE_STAGING_SECONDS` untouched when it was written on another host.
 
 The directory is a Parquet dataset (``pandas.read_parquet(path)``, DuckDB's
 ``read_parquet('path/part-*.parquet')``); parts written before a column existed read
@@ -24,6 +30,8 @@ that column as null.
 from __future__ import annotations
 
 import os
+import re
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -36,6 +44,10 @@ from designer.sweep.runners import COLUMNS
 SMALL_PART_BYTES = 16 * 2**20
 #: Folder (inside the store) receiving unreadable parts.
 QUARANTINE = "_quarantine"
+#: Seconds after which a staging file written on another host counts as abandoned.
+STALE_STAGING_SECONDS = 24 * 3600
+#: Staging file names: ``.part-<ns>-<pid>.parquet.<host>.tmp``.
+_STAGING = re.compile(r"^\.part-\d+-(?P<pid>\d+)\.parquet\.(?P<host>.+)\.tmp$")
 
 
 def _warn(message: str) -> None:
@@ -59,6 +71,7 @@ class ResultStore:
         self.warn = warn
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"{self.path} exists and is not a results directory (a sweep stores a folder of parts)")
+        self._remove_abandoned_staging()
 
     def parts(self) -> list[Path]:
         """The part files, oldest first."""
@@ -141,16 +154,39 @@ class ResultStore:
                     raise ValueError("no 'hash' column")
                 present = [name for name in columns if name in schema.names]
                 table = pq.read_table(part, columns=present)
+                for name in columns:  # a part written before a column existed reads it as null
+                    if name not in table.column_names:
+                        table = table.append_column(name, pa.nulls(len(table), pa.type_for_alias(COLUMNS[name])))
+                table = table.select(columns).cast(_schema(columns))  # a text objective: refused here
             except FileNotFoundError:  # removed meanwhile by another run's compaction
                 continue
             except (OSError, ValueError, pa.ArrowException) as error:
                 self._quarantine(part, error)
                 continue
-            for name in columns:  # a part written before a column existed reads it as null
-                if name not in table.column_names:
-                    table = table.append_column(name, pa.nulls(len(table), pa.type_for_alias(COLUMNS[name])))
-            tables.append((part, table.select(columns).cast(_schema(columns))))
+            tables.append((part, table))
         return tables
+
+    def _remove_abandoned_staging(self) -> None:
+        """Remove staging files whose writer was killed (see the module docstring), with a warning each."""
+        if not self.path.is_dir():
+            return
+        host = socket.gethostname()
+        for staging in self.path.glob(".part-*.tmp"):
+            match = _STAGING.match(staging.name)
+            if match is None:
+                continue
+            try:
+                reason = _abandoned(staging, match, host)
+                if reason is None:
+                    continue
+                staging.unlink()
+            except FileNotFoundError:  # renamed into place or removed meanwhile
+                continue
+            except OSError as error:
+                self.warn(f"{staging}: a part left half-written cannot be removed ({error.strerror or error}); "
+                          "delete it")
+                continue
+            self.warn(f"{staging}: removed a part left half-written by a run that was killed ({reason})")
 
     def _quarantine(self, part: Path, error: BaseException) -> None:
         folder = self.path / QUARANTINE
@@ -168,13 +204,33 @@ class ResultStore:
 
         self.path.mkdir(parents=True, exist_ok=True)
         final = self.path / f"part-{time.time_ns():020d}-{os.getpid()}.parquet"
-        staging = self.path / f".{final.name}.tmp"
+        staging = self.path / f".{final.name}.{socket.gethostname()}.tmp"
         try:
             pq.write_table(table, staging)
             os.replace(staging, final)
         finally:
             staging.unlink(missing_ok=True)
         return final
+
+
+def _abandoned(staging: Path, match: re.Match, host: str) -> str | None:
+    """Why the staging file is abandoned, or None while its writer may still be writing it."""
+    if match["host"] == host:
+        return None if _process_alive(int(match["pid"])) else f"its writer, process {match['pid']}, has ended"
+    if time.time() - staging.stat().st_mtime < STALE_STAGING_SECONDS:
+        return None
+    return f"written on {match['host']} and untouched for {STALE_STAGING_SECONDS // 3600} hours"
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (another user's process counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _schema(columns: Iterable[str] | None = None):

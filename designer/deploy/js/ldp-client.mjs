@@ -49,7 +49,7 @@ const MEMBERS = {
 const MAX_CLASSES = 2 ** 12; // orbit packages: most classes, and most (classes x orbits) cells
 const MAX_ORBIT_CELLS = 2 ** 22;
 const MAX_ORBIT_CHECKS = 2 ** 21; // most (orbits x classes^2) ratio comparisons of the proof
-const OPTIONAL = ["shuffle"]; // the central guarantee after shuffling (verified by verify-package)
+const OPTIONAL = ["shuffle", "longitudinal"]; // the central guarantee after shuffling, the memoization policy (ldp-memo.mjs)
 const MAX_SYMBOLS = 2n ** 31n;
 const MAX_BLOCKS = 2 ** 20; // most blocks / sensitive symbols listed (as in sampler.py)
 const MAX_LABEL_LENGTH = 1000;
@@ -117,7 +117,8 @@ export function checkCommon(document) {
   if (!Number.isInteger(document.schema_version) || document.schema_version !== SCHEMA_VERSION) {
     throw new PackageError(`unsupported schema_version ${JSON.stringify(document.schema_version)}: this client reads version ${SCHEMA_VERSION}`);
   }
-  const members = MEMBERS[document.kind];
+  // an own member only: "__proto__", "toString" and the like are unknown kinds, not Object.prototype's
+  const members = typeof document.kind === "string" && Object.hasOwn(MEMBERS, document.kind) ? MEMBERS[document.kind] : undefined;
   if (members === undefined) throw new PackageError(`unknown package kind ${JSON.stringify(document.kind)}`);
   const missing = members.filter((member) => !(member in document));
   const unknown = Object.keys(document).filter((member) => !members.includes(member) && !OPTIONAL.includes(member) && member !== "signature");
@@ -131,16 +132,67 @@ export function checkCommon(document) {
   return document.kind;
 }
 
+/** Text without the ASCII white space (space, tab, CR, LF) around it: the set sampler.py strips too. */
+function stripSpace(text) {
+  return text.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
+}
+
+/** Standard padded base64 of exactly size bytes; unpadded text is refused (atob would accept it), as in Python. */
 function base64Bytes(text, size, where) {
   let raw;
   try {
-    if (typeof text !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(text.trim())) throw new Error();
-    raw = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+    const body = typeof text === "string" ? stripSpace(text) : "";
+    if (typeof text !== "string" || body.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(body)) throw new Error();
+    raw = Uint8Array.from(atob(body), (c) => c.charCodeAt(0));
   } catch {
-    throw new PackageError(`${where}: not base64 text`);
+    throw new PackageError(`${where}: not base64 text (standard alphabet, padded with '=')`);
   }
   if (raw.length !== size) throw new PackageError(`${where}: ${raw.length} bytes, expected ${size} (raw Ed25519, base64)`);
   return raw;
+}
+
+// Ed25519 (RFC 8032, section 5.1): the field prime, d = -121665/121666, and the y coordinates of the
+// eight points of small order (identity y = 1, y = -1, order 4: y = 0, order 8: y = +-Y8), as in sampler.py.
+const FIELD_PRIME = 2n ** 255n - 19n;
+const Y8 = 0x7a03ac9277fdc74ec6cc392cfa53202a0f67100d760b3cba4fd84d3d706a17c7n;
+const SMALL_ORDER_Y = new Set([0n, 1n, FIELD_PRIME - 1n, Y8, FIELD_PRIME - Y8]);
+
+function modPow(base, exponent, modulus) {
+  let result = 1n;
+  base %= modulus;
+  for (; exponent > 0n; exponent >>= 1n, base = (base * base) % modulus) {
+    if (exponent & 1n) result = (result * base) % modulus;
+  }
+  return result;
+}
+
+const CURVE_D = (((-121665n * modPow(121666n, FIELD_PRIME - 2n, FIELD_PRIME)) % FIELD_PRIME) + FIELD_PRIME) % FIELD_PRIME;
+
+/**
+ * Refuse a public key that is not a canonical encoding of a point of large order (WebCrypto accepts
+ * any 32 bytes; with a small-order key a made-up signature verifies): y >= p, the eight small-order
+ * points, and a y with no curve point. Same checks, order and messages as check_public_key in sampler.py.
+ */
+export function checkPublicKey(raw, where) {
+  let y = 0n;
+  for (let i = 31; i >= 0; i -= 1) y = (y << 8n) | BigInt(raw[i]);
+  y &= (1n << 255n) - 1n;
+  if (y >= FIELD_PRIME) throw new PackageError(`${where}: not a canonical Ed25519 encoding (y >= 2^255 - 19)`);
+  if (SMALL_ORDER_Y.has(y)) {
+    throw new PackageError(`${where}: a point of small order (one of the 8 such Ed25519 keys): any made-up signature would verify with it`);
+  }
+  const square = ((y * y - 1n) * modPow(CURVE_D * y * y + 1n, FIELD_PRIME - 2n, FIELD_PRIME)) % FIELD_PRIME;
+  if (modPow(square, (FIELD_PRIME - 1n) / 2n, FIELD_PRIME) !== 1n) throw new PackageError(`${where}: not a point of the Ed25519 curve`);
+  return raw;
+}
+
+/** The pinned SHA-256 in lower case: exactly 64 hex digits (either case), nothing around them, as in Python. */
+function pinnedDigest(sha256) {
+  if (typeof sha256 !== "string" || !/^[0-9a-fA-F]{64}$/.test(sha256)) {
+    const shown = typeof sha256 === "string" ? sha256.slice(0, 80) : typeof sha256;
+    throw new PackageError(`the pinned SHA-256 must be 64 hex digits, got ${JSON.stringify(shown)}`);
+  }
+  return sha256.toLowerCase();
 }
 
 /** The signer's public key (32 bytes) and the signature (64 bytes) of a signed package. */
@@ -168,11 +220,12 @@ export async function authenticate(document, canonical, { publicKey, sha256, all
   const digest = await hexDigest(canonical);
   const how = [];
   if (sha256 !== undefined && sha256 !== null) {
-    if (digest !== String(sha256).trim().toLowerCase()) throw new PackageUntrusted(`SHA-256 ${digest} is not the pinned ${sha256}`);
+    const pinned = pinnedDigest(sha256);
+    if (digest !== pinned) throw new PackageUntrusted(`SHA-256 ${digest} is not the pinned ${pinned}`);
     how.push("pinned SHA-256");
   }
   if (publicKey !== undefined && publicKey !== null) {
-    const trusted = base64Bytes(publicKey, 32, "the trusted public key");
+    const trusted = checkPublicKey(base64Bytes(publicKey, 32, "the trusted public key"), "the trusted public key");
     if (!("signature" in document)) throw new PackageUntrusted(`the package is not signed, but a trusted public key (${await fingerprint(trusted)}) was given`);
     const [signer, value] = signatureBytes(document);
     if (signer.some((byte, i) => byte !== trusted[i])) {
@@ -653,6 +706,10 @@ function checkNumbers(text) {
   if (number) {
     throw new PackageError(`the package holds the number ${number[0].slice(0, 40)}: numbers must be integers written without a fraction or an exponent (schema_version 1, bits 32)`);
   }
+  const long = outside.match(/\d{21,}/); // as sampler.py's MAX_INTEGER_DIGITS (JSON.parse reads it as a rounded double)
+  if (long) {
+    throw new PackageError(`the package holds a ${long[0].length}-digit number ${long[0].slice(0, 20)}...: numbers in a package are small integers (schema_version 1, bits 32)`);
+  }
 }
 
 /**
@@ -672,7 +729,7 @@ export async function loadPackage(source, options = {}) {
     }
     checkNumbers(source);
   }
-  const [check, build] = KINDS[checkCommon(document)];
+  const [check, build] = KINDS[checkCommon(document)]; // checkCommon accepts only the own kinds of MEMBERS
   const parsed = check(document);
   const canonical = new TextEncoder().encode(canonicalForm(document));
   const digest = await hexDigest(canonical);

@@ -71,8 +71,21 @@ def certify_row_constant(
     matrix: np.ndarray, structure: ClassStructure, epsilon: np.ndarray, components: list[np.ndarray]
 ) -> StructureCertificate:
     """Decide E-LDP for a row-constant E in O(k m) (module docstring)."""
-    members = structure.class_members()
     level = structure.expand(epsilon)
+    tight = row_tight_levels(matrix, structure, components)
+    finite = np.isfinite(level)
+    if not finite.any():
+        return StructureCertificate(True, "row-constant", np.inf)
+    excess = tight[finite] - level[finite]
+    margin = float(-excess.max())
+    worst = int(np.flatnonzero(finite)[np.argmax(excess)])
+    detail = f"largest tight level {tight[worst]:.17g} at symbol {worst} (allowed {level[worst]:.17g})"
+    return StructureCertificate(bool(excess.max() <= FLOAT_TOLERANCE), "row-constant", margin, detail)
+
+
+def row_tight_levels(matrix: np.ndarray, structure: ClassStructure, components: list[np.ndarray]) -> np.ndarray:
+    """``t_x = max_y log(Q[x, y] / min_{x' != x} Q[x', y])`` over x's component (module docstring), clipped at 0."""
+    members = structure.class_members()
     tight = np.zeros(structure.k)
     for group in components:
         symbols = np.concatenate([members[a] for a in group])
@@ -86,14 +99,7 @@ def certify_row_constant(
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(part > 0, np.log(part) - np.log(others_min), -np.inf)
         tight[symbols] = np.maximum(ratio.max(axis=1), 0.0)
-    finite = np.isfinite(level)
-    if not finite.any():
-        return StructureCertificate(True, "row-constant", np.inf)
-    excess = tight[finite] - level[finite]
-    margin = float(-excess.max())
-    worst = int(np.flatnonzero(finite)[np.argmax(excess)])
-    detail = f"largest tight level {tight[worst]:.17g} at symbol {worst} (allowed {level[worst]:.17g})"
-    return StructureCertificate(bool(excess.max() <= FLOAT_TOLERANCE), "row-constant", margin, detail)
+    return tight
 
 
 def structural_certificate(

@@ -50,7 +50,8 @@ WEIGHT_CUTOFF = 1e-12
 
 @dataclass
 class OrbitColumn:
-    """One orbit of the optimum: counts per class, its weight and its number of cyclic columns."""
+    """One orbit of the optimum: counts per class, its weight, its number of cyclic columns and ``value``,
+    the utility of its representative scaled to largest entry 1."""
 
     high: list
     low: list
@@ -75,7 +76,8 @@ class SymmetricDesign:
         Per-class dual ``y_a``: ``mu(v) <= sum_a y_a s_a(v)`` for every vertex v (the
         per-symbol dual of the full LP is ``y_{c(x)}``) and ``sum_a n_a y_a = objective``.
     dual_residual, duality_gap : float
-        ``max_o mu(v_o) - y . s(v_o)`` over every orbit, and ``n . y - objective``.
+        ``max_o mu(v_o) - y . s(v_o)`` over every orbit, each representative scaled to largest entry 1
+        (:meth:`~designer.design.symmetry.orbits.Orbits.scale`), and ``n . y - objective``.
     n_orbits : int
         Orbits in the LP (every vertex lies in one of them).
     support : list of OrbitColumn
@@ -160,8 +162,9 @@ class OrbitOptimum:
     """The orbit LP of a row-constant class structure, solved (:func:`solve_orbits`).
 
     ``epsilon`` and ``components`` are :func:`designer.design.symmetry.orbits.row_levels`; ``orbits`` every
-    orbit (:func:`designer.design.symmetry.orbits.enumerate_orbits`), ``values`` their ``mu(v_o)``,
-    ``weights`` the LP's (polished) orbit weights and ``duals`` its per-class duals ``y_a``.
+    orbit (:func:`designer.design.symmetry.orbits.enumerate_orbits`), ``values`` their scaled
+    ``mu(v_o / sigma_o)`` (:meth:`~designer.design.symmetry.orbits.Orbits.scale`), ``weights`` the LP's
+    (polished) weights ``theta_o`` of the unscaled orbits and ``duals`` its per-class duals ``y_a``.
     """
 
     epsilon: np.ndarray
@@ -173,7 +176,7 @@ class OrbitOptimum:
 
     @property
     def objective(self) -> float:
-        return float(self.values @ self.weights)
+        return float(self.values @ (self.weights * self.orbits.scale()))
 
 
 def solve_orbits(structure: ClassStructure, utility: str = "mutual-information", timings: dict | None = None) -> OrbitOptimum:
@@ -186,10 +189,13 @@ def solve_orbits(structure: ClassStructure, utility: str = "mutual-information",
     tick = time.perf_counter()
     epsilon, components = row_levels(structure)
     orbits = enumerate_orbits(structure, epsilon, components)
-    values = orbit_values(structure, orbits, utility)
+    values = orbit_values(structure, orbits, utility, scaled=True)
     timings["orbits"] = time.perf_counter() - tick
     tick = time.perf_counter()
-    weights, duals = solve_orbit_lp(structure, components, orbits, orbits.class_sums().astype(float), values)
+    # the LP over v_o / sigma_o (the same duals; weights theta_o = scaled weight / sigma_o): at eps = 40 the
+    # unscaled rows span 17 orders of magnitude and HiGHS reports the LP empty
+    weights, duals = solve_orbit_lp(structure, components, orbits, orbits.class_sums(scaled=True), values)
+    weights = weights / orbits.scale()
     timings["lp"] = time.perf_counter() - tick
     return OrbitOptimum(epsilon, components, orbits, values, weights, duals)
 
@@ -229,7 +235,7 @@ def design_symmetric(
     epsilon, components, orbits = optimum.epsilon, optimum.components, optimum.orbits
     values, weights, duals = optimum.values, optimum.weights, optimum.duals
     objective = optimum.objective
-    residual = float(np.max(values - orbits.class_sums() @ duals))
+    residual = float(np.max(values - orbits.class_sums(scaled=True) @ duals))
     rhs = structure.sizes.astype(float)
     if exact:
         return _exact_design(structure, utility, orbits, values, weights, duals, epsilon, components, materialise, start, timings)
@@ -284,9 +290,9 @@ def _exact_design(structure, utility, orbits, values, weights, duals, epsilon, c
         tick = time.perf_counter()
         bracket = rational.information_bracket(solution, duals)
         timings["bracket"] = time.perf_counter() - tick
-    objective = float(values @ weights)
+    objective = float(values @ (weights * orbits.scale()))
     return SymmetricDesign(
-        structure, utility, objective, duals, float(np.max(values - orbits.class_sums() @ duals)),
+        structure, utility, objective, duals, float(np.max(values - orbits.class_sums(scaled=True) @ duals)),
         float(structure.sizes @ duals - objective), orbits.count, support, channel, certificate, epsilon,
         seconds=time.perf_counter() - start, timings=timings, exact=True, bracket=bracket,
         note=rational.irrational_note(levels), exact_ratios=[str(ratio) for ratio in ratios],

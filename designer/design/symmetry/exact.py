@@ -1,7 +1,7 @@
 """Exact orbit-LP designs: rational weights and channel, an exact certificate, rigorous bounds.
 
 The same guarantees as ``design --exact`` on the enumeration path
-(:func:`designer.design.design_channel`), at class level:
+(:func:`designer.design.vertex.design_by_vertices`), at class level:
 
 * **Rational columns.** A box vertex of class a is high at ``r_a``: ``r`` exactly for a
   level ``log(r)``, a rigorous rational *lower* bound of ``e^eps`` (128 bits,

@@ -18,18 +18,30 @@ from pathlib import Path
 
 import numpy as np
 
-from designer.exact import ExactEpsilon
 from designer.design.symmetry.classes import ClassStructure
+from designer.exact import ExactEpsilon
 
 SCHEMA_PATH = Path(__file__).with_name("class-structure.schema.json")
+#: Members of one class entry (the schema's ``additionalProperties: false``).
+CLASS_MEMBERS = frozenset({"name", "size"})
+#: Most digits of an integer in a class file (10^30 symbols is beyond any design).
+MAX_INTEGER_DIGITS = 30
 
 
 def read_class_structure(path: str | Path) -> ClassStructure:
     """Read and validate a class-structured E file; errors name the file and the field."""
+    def small_integer(number: str) -> int:  # int() refuses 4300+ digits with a message naming no file
+        if len(number.lstrip("-")) > MAX_INTEGER_DIGITS:
+            raise ValueError(f"{path}: a {len(number.lstrip('-'))}-digit number ({number[:20]}...): class sizes "
+                             f"and levels have at most {MAX_INTEGER_DIGITS} digits")
+        return int(number)
+
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        document = json.loads(Path(path).read_text(encoding="utf-8"), parse_int=small_integer)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply (a class file is an object of lists and numbers)") from None
     if not isinstance(document, dict):
         raise ValueError(f"{path}: expected a JSON object with 'classes' and 'levels'")
     unknown = sorted(set(document) - {"name", "classes", "levels", "prior"})
@@ -41,6 +53,11 @@ def read_class_structure(path: str | Path) -> ClassStructure:
     sizes = []
     for index, entry in enumerate(classes):
         size = entry.get("size") if isinstance(entry, dict) else None
+        unknown = sorted(set(entry) - CLASS_MEMBERS) if isinstance(entry, dict) else []
+        if unknown:
+            raise ValueError(f"{path}: classes[{index}]: unknown field {unknown[0]!r} (allowed: name, size)")
+        if isinstance(entry, dict) and not isinstance(entry.get("name", ""), str):
+            raise ValueError(f"{path}: classes[{index}].name must be text, got {entry['name']!r}")
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"{path}: classes[{index}].size must be a positive integer, got {size!r}")
         sizes.append(size)

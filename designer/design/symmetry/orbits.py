@@ -70,9 +70,16 @@ class Orbits:
     def count(self) -> int:
         return int(self.high.shape[0])
 
-    def class_sums(self) -> np.ndarray:
-        """``s_a(v_o)``: (n_orbits, r)."""
-        return self.high * self.ratio + self.low
+    def scale(self) -> np.ndarray:
+        """``sigma_o``: the largest entry of each representative (``e^{eps_a}`` of its high classes, else 1)."""
+        return np.where(self.high > 0, self.ratio, 1.0).max(axis=1)
+
+    def class_sums(self, scaled: bool = False) -> np.ndarray:
+        """``s_a(v_o)``: (n_orbits, r); ``scaled``: of ``v_o / sigma_o`` (finite for every level a double holds)."""
+        if not scaled:
+            return self.high * self.ratio + self.low
+        scale = self.scale()[:, None]
+        return self.high * (self.ratio / scale) + self.low / scale
 
 
 def row_levels(structure: ClassStructure) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -157,19 +164,24 @@ def enumerate_orbits(structure: ClassStructure, epsilon: np.ndarray, components:
     return Orbits(np.vstack(highs), np.vstack(lows), np.concatenate(owners), ratio)
 
 
-def orbit_values(structure: ClassStructure, orbits: Orbits, utility: str) -> np.ndarray:
-    """``mu(v_o)`` for every orbit representative, from its counts.
+def orbit_values(structure: ClassStructure, orbits: Orbits, utility: str, scaled: bool = False) -> np.ndarray:
+    """``mu(v_o)`` for every orbit representative, from its counts (``scaled``: ``mu(v_o / sigma_o)``).
 
     Mutual information (:func:`designer.utility.column_information`):
-    ``mu(v) = sum_x p_x v_x log v_x - P log P`` with ``P = p . v``; only the
+    ``mu(v) = sum_x p_x v_x log v_x - P log P`` with ``P = p . v``; unscaled, only the
     coordinates at ``e^{eps_a}`` contribute to the first sum. An f-divergence
     (:func:`designer.utility.column_f_divergence`): ``R f(P / R)`` with ``R = r . v``.
+    ``mu`` is positively homogeneous, so ``mu(v_o / sigma_o) = mu(v_o) / sigma_o``
+    (:meth:`Orbits.scale`); the scaled values stay finite at levels up to the double range
+    (classic LDP at eps = 700 has ``v_o`` entries ``e^700``).
     """
-    sums = orbits.class_sums()
+    sums = orbits.class_sums(scaled)
     prior_mass = sums @ structure.prior
     if utility == "mutual-information":
-        logs = np.log(orbits.ratio)
-        own = (orbits.high * (orbits.ratio * logs)) @ structure.prior
+        scale = orbits.scale()[:, None] if scaled else np.ones((orbits.count, 1))
+        high = np.where(orbits.high > 0, orbits.ratio / scale, 1.0)  # classes with no high entry add 0
+        low = 1.0 / scale
+        own = (orbits.high * (high * np.log(high)) + orbits.low * (low * np.log(low))) @ structure.prior
         return own - prior_mass * np.log(prior_mass)
     if utility in F_DIVERGENCES:
         if structure.alternative is None:
