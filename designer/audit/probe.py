@@ -50,6 +50,7 @@ import numpy as np
 from designer.audit.reports import concatenate_reports, is_text
 from designer.audit.sources import ReportSource
 from designer.audit.statistics import bonferroni_rejections, holm_rejections
+from designer.audit.verdict import AuditResult
 
 #: Share of the budget's reports the probe draws (of the reports per input, about the same share).
 PROBE_SHARE = 0.1
@@ -63,6 +64,8 @@ REPORT_GROUPS = 8
 REPORT_CELLS = 32
 #: Coordinates of vector reports tested as features of their own, at most (the first ones).
 MAX_FEATURES = 64
+#: Fewest pairs of calls worth a probe (below, the budget is too small and the probe is skipped).
+MIN_PROBE_PAIRS = 100
 #: A group with fewer second reports than this is left out of its test.
 MIN_GROUP = 20
 #: Permutations of the exact test.
@@ -274,3 +277,13 @@ def report_cells(reports: np.ndarray, most: int) -> tuple[np.ndarray, list[str]]
     position = np.full(len(values), most - 1)
     position[top] = np.arange(len(top))
     return position[codes.ravel()], [f"report = {labels[first_index[i]]!r}" for i in top] + ["another report"]
+
+
+def combine(result: AuditResult, probed: tuple[np.ndarray, np.ndarray] | None, k: int, confidence: float,
+            rng: np.random.Generator, **options) -> AuditResult:
+    """The main result with the probe's tests (``probed``: its calls) and the whole audit's confidence."""
+    if probed is None:
+        return replace(result, confidence=confidence)
+    state = probe_state(*probed, k, confidence, rng, options.get("correction", "holm"))
+    verdict = "violated" if result.violated or state.violated else result.verdict
+    return replace(result, confidence=confidence, probe=state, verdict=verdict)

@@ -23,20 +23,15 @@ another audit (another round of a longitudinal audit) with a fresh budget.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
 from designer.audit.collect import Budget, ReportMemory, budget_memory, collect_reports
-from designer.audit.probe import PROBE_ERROR_SHARE, PROBE_SHARE, draw_pairs, probe_state
+from designer.audit.probe import MIN_PROBE_PAIRS, PROBE_ERROR_SHARE, PROBE_SHARE, combine, draw_pairs
 from designer.audit.sources import ReportSource
 from designer.audit.verdict import AuditResult, audit_reports
 from designer.defaults import AUDIT_CONFIDENCE, AUDIT_TRAIN_FRACTION
 from designer.spec import PrivacyMatrix
-
-#: Fewest pairs of calls worth a probe (below, the budget is too small and the probe is skipped).
-MIN_PROBE_PAIRS = 100
-
 
 def audit_source(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
                  adaptive: bool = False, looks: tuple[float, ...] | None = None, probe: bool = True,
@@ -109,13 +104,3 @@ def main_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng
                                 train_fraction=train_fraction, **options), {}
     reports = collect_reports(source, privacy.k, budget, rng, progress, memory=memory)
     return audit_reports(reports, privacy, confidence, train_fraction=train_fraction, rng=rng, **options), reports
-
-
-def combine(result: AuditResult, probed: tuple[np.ndarray, np.ndarray] | None, k: int, confidence: float,
-            rng: np.random.Generator, **options) -> AuditResult:
-    """The main result with the probe's tests (``probed``: its calls) and the whole audit's confidence."""
-    if probed is None:
-        return replace(result, confidence=confidence)
-    state = probe_state(*probed, k, confidence, rng, options.get("correction", "holm"))
-    verdict = "violated" if result.violated or state.violated else result.verdict
-    return replace(result, confidence=confidence, probe=state, verdict=verdict)

@@ -38,7 +38,7 @@ import numpy as np
 
 from designer.audit.attacks import BOOSTED_LIMIT
 from designer.audit.collect import FIRST_BATCH, Budget, budget_memory, collect_reports
-from designer.audit.probe import PROBE_ERROR_SHARE, PROBE_SHARE, draw_pairs
+from designer.audit.probe import MIN_PROBE_PAIRS, PROBE_ERROR_SHARE, PROBE_SHARE, combine, draw_pairs
 from designer.audit.reports import concatenate_reports, unify_reports
 from designer.audit.sources import ReportSource
 from designer.audit.verdict import AuditResult, audit_reports
@@ -77,8 +77,6 @@ def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rn
     plan aims at :data:`TARGET` of it. Returns the :func:`~designer.audit.run.audit_source` pair
     ``(result, reports)``; ``result.timing`` holds the plan (:class:`TimePlan`).
     """
-    from designer.audit.run import MIN_PROBE_PAIRS, combine
-
     start = time.perf_counter()
     hard, soft = start + budget.seconds, start + TARGET * budget.seconds
     k = privacy.k
