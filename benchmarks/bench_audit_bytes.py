@@ -69,7 +69,7 @@ def spelling(directory: Path, before: Path | None) -> None:
         for checkout in [ROOT] + ([before] if before else []):
             for n in (2000, 50000):
                 code, payload, seconds = audit(checkout, "--E", E, "--command",
-                                               f"{PYTHON} {FIXTURES / 'spelling_command.py'} 1 3 {style}",
+                                               f"{PYTHON} {FIXTURES / 'spelling_command.py'} 1 3 '{style}'",
                                                "--reports-per-input", n, "--seed", 1)
                 row.append(f"{'now' if checkout == ROOT else 'before'} {n:,}: exit {code} ({seconds:.1f} s)")
         print(f"  {style!r}: " + "; ".join(row), flush=True)

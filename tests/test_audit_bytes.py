@@ -1,32 +1,18 @@
 """The audit audits bytes: respelled numbers and kinds are outputs of their own, unless a parser is declared."""
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from audit_fixtures import SAMPLERS, SPELLING, audit, classic_E
 
 from designer.audit.lines import ExactReader, NumbersParser, canonical_number, split_lines
 from designer.audit.reports import as_report_array, unify_reports
-from designer.cli import app
-
-runner = CliRunner()
-FIXTURES = Path(__file__).parent / "fixtures" / "audit"
-SAMPLERS = FIXTURES / "samplers.py"
-SPELLING = f"{sys.executable} {FIXTURES / 'spelling_command.py'}"
-
-
-def audit(*arguments):
-    return runner.invoke(app, ["audit", *map(str, arguments)])
 
 
 @pytest.fixture
 def E3(tmp_path):
-    path = tmp_path / "E3.csv"
-    path.write_text("\n".join(",".join("0" if i == j else "1" for j in range(3)) for i in range(3)) + "\n")
-    return path
+    return classic_E(tmp_path / "E3.csv", 3)
 
 
 def test_canonical_spellings_are_one_to_one():

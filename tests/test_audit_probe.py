@@ -1,32 +1,18 @@
 """The state probe: a client whose report depends on the call before it is reported, with the witness."""
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from audit_fixtures import SAMPLERS, SPELLING, audit, classic_E
 
 from designer.audit import probe
 from designer.audit.probe import PROBE_ERROR_SHARE, probe_state, report_groups
-from designer.cli import app
-
-runner = CliRunner()
-FIXTURES = Path(__file__).parent / "fixtures" / "audit"
-SAMPLERS = FIXTURES / "samplers.py"
-SPELLING = f"{sys.executable} {FIXTURES / 'spelling_command.py'}"
-
-
-def audit(*arguments):
-    return runner.invoke(app, ["audit", *map(str, arguments)])
 
 
 @pytest.fixture
 def E4(tmp_path):
-    path = tmp_path / "E4.csv"
-    path.write_text("\n".join(",".join("0" if i == j else "1" for j in range(4)) for i in range(4)) + "\n")
-    return path
+    return classic_E(tmp_path / "E4.csv", 4)
 
 
 def grr_rows(inputs, rng, eps=1.0, k=4):

@@ -74,7 +74,6 @@ PERMUTATIONS = 999
 PERMUTATION_LIMIT = 400_000
 #: Cells of the asymptotic test are pooled until every expected count is at least this.
 MIN_EXPECTED = 5.0
-HYPOTHESES = ("previous input", "previous report")
 
 
 @dataclass(frozen=True)

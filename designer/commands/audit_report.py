@@ -139,38 +139,28 @@ def _report_power(result, out: Console) -> None:
 
     _report_class_power(result, out)
 
-    finite = [pair for pair in result.pairs if math.isfinite(pair.detectable_excess)]
-    if result.delta:
-        _report_leak_power(result, finite, out)
-        return
+    finite = sorted((pair for pair in result.pairs if math.isfinite(pair.detectable_excess)),
+                    key=lambda pair: pair.detectable_excess)
+    if result.delta:  # (E, delta): the smallest leak (an event x' never produces) detected, per tested pair
+        nothing = "  power, (E, delta): no tested pair would reveal an event x' never produces at this budget"
+        lead = (f"  power, (E, delta), per tested pair: an event x' never produces, of probability delta + h under x "
+                f"(delta = {result.delta:g}), if chosen as the event, would have been detected with probability "
+                f"{POWER:g} from h =")
+        tail = ""
+    else:
+        nothing = "  power: no tested pair's event would reveal a finite excess over E at this budget"
+        lead = ("  power, per tested pair, for an event of the kind its attack found (as likely under x as its "
+                "witness), if chosen as the event: an excess over E of")
+        tail = f" would have been detected with probability {POWER:g}"
     if not finite:
-        out.print("  power: no tested pair's event would reveal a finite excess over E at this budget")
+        out.print(nothing)
         return
-    finite.sort(key=lambda pair: pair.detectable_excess)
     low, high = finite[0], finite[-1]
     out.print(escape(
-        f"  power, per tested pair, for an event of the kind its attack found (as likely under x as its witness), "
-        f"if chosen as the event: an excess over E of {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to "
-        f"{high.detectable_excess:.3g} (x={high.x} x'={high.x_prime}) would have been detected with probability "
-        f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
-        "untested pairs or for events the attacks cannot express"
+        f"{lead} {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to {high.detectable_excess:.3g} "
+        f"(x={high.x} x'={high.x_prime}){tail}; {len(result.pairs) - len(finite)} tested pairs without a finite "
+        "figure; nothing is claimed for untested pairs or for events the attacks cannot express"
     ))
-
-
-def _report_leak_power(result, finite: list, out: Console) -> None:
-    """(E, delta): the smallest leak (an event x' never produces) detected with probability 0.9, per tested pair."""
-    from designer.audit.power import POWER
-
-    if not finite:
-        out.print("  power, (E, delta): no tested pair would reveal an event x' never produces at this budget")
-        return
-    finite.sort(key=lambda pair: pair.detectable_excess)
-    low, high = finite[0], finite[-1]
-    out.print(escape(
-        f"  power, (E, delta), per tested pair: an event x' never produces, of probability delta + h under x "
-        f"(delta = {result.delta:g}), if chosen as the event, would have been detected with probability {POWER:g} "
-        f"from h = {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to {high.detectable_excess:.3g} "
-        f"(x={high.x} x'={high.x_prime}); {len(result.pairs) - len(finite)} tested pairs without a finite figure"))
 
 
 def _report_class_power(result, out: Console) -> None:
