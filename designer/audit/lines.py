@@ -67,7 +67,8 @@ def canonical_number(token: str) -> int | float | None:
 
 
 class Examples:
-    """Counts of lines by what happened to them, with the first few examples (line, input)."""
+    """Counts of lines by what happened to them, with the first few examples (line, input; input -1, written
+    None, for a line of the state probe's sequence of inputs)."""
 
     def __init__(self):
         self.counts: dict[str, int] = {}
@@ -80,7 +81,8 @@ class Examples:
             shown.append((line, x))
 
     def to_dict(self) -> dict:
-        return {kind: {"reports": count, "examples": [{"line": line, "input": x} for line, x in self.examples[kind]]}
+        return {kind: {"reports": count, "examples": [{"line": line, "input": x if x >= 0 else None}
+                                                      for line, x in self.examples[kind]]}
                 for kind, count in self.counts.items()}
 
 
@@ -93,8 +95,6 @@ class ExactReader:
     lenient parser would read as a number but that are not its canonical
     spelling (``07``, ``+7``, ``7 ``): they are outputs of their own.
     """
-
-    parser = None
 
     def __init__(self):
         self.decided = False
@@ -219,7 +219,6 @@ class NumbersParser:
     report); any other line is its stripped text.
     """
 
-    parser = "numbers"
     separator = None
 
     def __init__(self):
@@ -263,18 +262,18 @@ class UserParser:
     separator = None
 
     def __init__(self, spec: str, function: Callable):
-        self.parser = spec
+        self.spec = spec
         self.function = function
 
     def read(self, lines: list[str], x: int, where: str) -> np.ndarray:
-        return as_report_array([call_user(self.function, f"the parser {self.parser} ({where})", line)
+        return as_report_array([call_user(self.function, f"the parser {self.spec} ({where})", line)
                                 for line in lines], len(lines), where)
 
     def as_text(self, array: np.ndarray) -> np.ndarray:
         return as_text(array)
 
     def describe(self) -> dict:
-        return {"reading": f"parser {self.parser}", "normalisations": None}
+        return {"reading": f"parser {self.spec}", "normalisations": None}
 
 
 def make_reader(parser: str | None):

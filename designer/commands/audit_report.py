@@ -108,7 +108,7 @@ def _report_reading(reading: dict | None, out: Console) -> None:
 
 
 def _examples(row: dict) -> str:
-    return ", ".join(repr(example["line"]) + (f" from input {example['input']}" if example["input"] >= 0 else "")
+    return ", ".join(repr(example["line"]) + (f" from input {example['input']}" if example["input"] is not None else "")
                      for example in row["examples"])
 
 
