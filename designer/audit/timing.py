@@ -1,44 +1,50 @@
 """A time budget (``--seconds S``) for the whole audit: drawing, fitting and testing.
 
-The analysis of ``n`` reports per input takes about ``a + b n`` seconds (fixed
-costs: fitting the classifiers on capped samples, the power sums; per report:
-encoding, scoring, counting every pair's event). :func:`timed_audit` measures
-instead of assuming:
+:func:`timed_audit` measures the analysis instead of assuming its speed (:class:`AnalysisCost`):
 
-1. **calibration** (about :data:`CALIBRATION_SHARE` of S) — reports of every
-   input, and the analysis timed on them with every constrained pair tested
-   (the most costly setting), the reports doubled until the cost per report
-   shows (:func:`_calibrate`): the last two points give the line ``a + b n``
-   (:func:`line_through`), timed again without the boosted trees when the
-   budget will draw more than :data:`~designer.audit.attacks.BOOSTED_LIMIT`
-   reports (the audit then leaves them out); then the state probe's first pairs
-   of calls at two sizes (its fixed and per-call costs);
-2. **drawing** — rounds of every input while the end of the next round plus the
-   predicted analysis of everything drawn (the main tests, the probe's tests
-   and the probe's remaining calls) stays before :data:`TARGET` of S
-   (:func:`~designer.audit.collect.collect_reports`);
-3. **analysis** of all the reports, the calibration's included (they were drawn
-   before any analysis, like the rest).
+1. **calibration** (about :data:`CALIBRATION_SHARE` of S) — rounds of reports of every input for half
+   of it; the event families' analysis timed on them with every constrained pair tested (the most
+   costly setting), the reports doubled until the cost per report shows (:func:`_calibrate`): the
+   line ``a + b n`` through the last two timings (:func:`line_through`); the learned attacks' fit and
+   scoring timed apart (:func:`_learned_cost`) — and left out when they would take half of what is
+   left (unless ``--attacks`` names them), or timed again without the boosted trees when the budget
+   will draw more than :data:`~designer.audit.attacks.BOOSTED_LIMIT` reports (the audit then leaves
+   them out); the state probe's first pairs of calls at two sizes (its fixed and per-call costs) and
+   its tests on them;
+2. **drawing** — rounds of every input while the end of the next round plus the predicted analysis of
+   everything drawn (the main tests, the probe's tests and the probe's remaining calls) stays before
+   :data:`TARGET` of S (:func:`~designer.audit.collect.collect_reports`), the last rounds shrinking;
+3. **analysis** of all the reports, the calibration's included (they were drawn before any analysis,
+   like the rest).
 
-The line through two timed points overestimates every cost that grows more
-slowly than the reports (fixed, capped) and is exact for those that grow with
-them; learned attacks dropped at larger budgets (the boosted trees beyond
-:data:`~designer.audit.attacks.BOOSTED_LIMIT` reports) only make the analysis
-faster than predicted. The sample size depends on timings, never on what the
-reports say; the imports the analysis needs are made before the first timing.
+The line through two timed points overestimates every cost that grows more slowly than the reports
+(fixed, capped) and is exact for those that grow with them, so an audit ends early rather than late.
+The sample size depends on timings, never on what the reports say; scipy is imported before the
+first timing, scikit-learn before the learned attacks are timed. What the calibration cannot shorten
+— the command's start-up, the first import of a client library in the sampler's process, scikit-learn's
+import — counts against the budget.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from designer.audit.attacks import BOOSTED_LIMIT
-from designer.audit.collect import FIRST_BATCH, Budget, budget_memory, collect_reports
-from designer.audit.probe import MIN_PROBE_PAIRS, PROBE_ERROR_SHARE, PROBE_SHARE, combine, draw_pairs
+from designer.audit.attacks import BOOSTED_LIMIT, MIN_TRAINING
+from designer.audit.collect import Budget, budget_memory, collect_reports
+from designer.audit.probe import (
+    MIN_GROUP,
+    MIN_PROBE_PAIRS,
+    PROBE_ERROR_SHARE,
+    PROBE_SHARE,
+    combine,
+    draw_pairs,
+    probe_state,
+)
 from designer.audit.reports import concatenate_reports, unify_reports
 from designer.audit.sources import ReportSource
 from designer.audit.verdict import AuditResult, audit_reports
@@ -52,7 +58,8 @@ CALIBRATION_SHARE = 0.2
 TRIAL_SHARE = 0.05
 #: The sample doubles until an analysis takes this many times the one before (the per-report cost shows).
 GROWTH = 1.6
-#: Pairs of calls of the probe's two timed sequences.
+#: Pairs of calls of the probe's two timed sequences (the second at least three times the smallest group
+#: tested per input, so that the timed tests are those the audit will make).
 PROBE_CALIBRATION = (32, 256)
 
 
@@ -65,6 +72,38 @@ def line_through(first: tuple[float, float], second: tuple[float, float]) -> tup
     if intercept < 0 or slope < 0:
         return 0.0, t2 / max(n2, 1)
     return intercept, slope
+
+
+@dataclass
+class AnalysisCost:
+    """Seconds the analysis of ``n`` reports per input (``k`` inputs) is predicted to take (:meth:`seconds`).
+
+    * the learned attacks' fit: ``fit`` seconds measured at ``fit_at`` reports per input, scaled by the
+      sample the classifiers fit on (``min(n, saturation)``: half of the training split, capped);
+    * their scoring: ``score`` seconds per report (every report is scored, training halves twice);
+    * the event families (events, counts, power sums): the line ``fixed + per_report n k`` through two
+      timings, counted twice with the learned attacks (their events are chosen per pair alike);
+    * the state probe's tests: ``probe`` seconds per pair of calls (the permutation test, the costlier one).
+    """
+
+    fixed: float
+    per_report: float
+    fit: float = 0.0
+    fit_at: int = 1
+    saturation: int = 0
+    score: float = 0.0
+    probe: float = 0.0
+
+    def seconds(self, n: int, k: int, pairs: int = 0) -> float:
+        if not self.fit:
+            return self.fixed + self.per_report * n * k + self.probe * pairs
+        fitted = self.fit * min(n, self.saturation) / max(min(self.fit_at, self.saturation), 1)
+        # the learned events are chosen per pair as the event families' are: the rest counted twice
+        return 2 * self.fixed + (2 * self.per_report + self.score) * n * k + fitted + self.probe * pairs
+
+    def to_dict(self) -> dict:
+        return {"fixed": self.fixed, "per_report": self.per_report, "fit": self.fit, "fit_at": self.fit_at,
+                "saturation": self.saturation, "score_per_report": self.score, "probe_per_pair": self.probe}
 
 
 def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
@@ -81,32 +120,44 @@ def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rn
     hard, soft = start + budget.seconds, start + TARGET * budget.seconds
     k = privacy.k
     report = progress or (lambda fraction: None)
-    _import_analysis(options.get("attacks"))
+    _import_analysis(())
     memory = budget_memory(budget, k)
     main_confidence = 1 - (1 - confidence) * (1 - PROBE_ERROR_SHARE) if probe else confidence
-    calibration, (fixed, per_report) = _calibrate(source, privacy, budget, rng, memory, hard, main_confidence,
-                                                  train_fraction, options)
+    calibration, cost = _calibrate(source, privacy, budget, rng, memory, hard, main_confidence, train_fraction,
+                                   options)
+    held = len(calibration[0])
+    learned_off = options.get("attacks") is None and (cost.fit == 0 or time.perf_counter() + cost.seconds(
+        2 * held, k) > soft - (soft - time.perf_counter()) / 2)
+    if learned_off:  # fitting the classifiers would take half of what is left: the event families alone
+        options = {**options, "attacks": ()}
+        cost.fit = cost.score = 0.0
+    elif options.get("attacks") is None and _affordable(cost, soft, k) * k > BOOSTED_LIMIT:
+        # the boosted trees are left out beyond BOOSTED_LIMIT reports: time the analysis the audit will run
+        options = {**options, "attacks": ("logistic",)}
+        cost = _cost(calibration, privacy, main_confidence, train_fraction, rng, options)
     probed, points = [], []
-    for pairs in PROBE_CALIBRATION if probe else ():
+    for pairs in (PROBE_CALIBRATION[0], max(PROBE_CALIBRATION[1], 3 * MIN_GROUP * k)) if probe else ():
         began = time.perf_counter()
         probed.append(draw_pairs(source, k, pairs, rng, soft, hard))
         points.append((len(probed[-1][0]), time.perf_counter() - began))
-    probe_cost = line_through(*points) if len(points) == 2 and min(n for n, _ in points) else (0.0, 0.0)
-    held = len(calibration[0])
-    if options.get("attacks") is None and _affordable(fixed, per_report, soft, k) * k > BOOSTED_LIMIT:
-        # the boosted trees are left out beyond BOOSTED_LIMIT reports: time the analysis the audit will run
-        options = {**options, "attacks": ("logistic",)}
-        fixed, per_report = _line(calibration, privacy, main_confidence, train_fraction, rng, options)
+    probe_draw = line_through(*points) if len(points) == 2 and min(n for n, _ in points) else (0.0, 0.0)
     probe_calls = sum(len(inputs) for inputs, _ in probed)
+    if probe_calls:
+        began = time.perf_counter()
+        probe_state(np.concatenate([inputs for inputs, _ in probed]),
+                    concatenate_reports([values for _, values in probed], "the state probe", source.separator), k,
+                    confidence, np.random.default_rng(0))
+        cost.probe = (time.perf_counter() - began) / (probe_calls // 2)
 
     def predicted(n: int) -> float:
         """Seconds of everything after drawing up to ``n`` reports per input: the probe's remaining calls and the
         analysis of the main and the probe's reports."""
-        calls = max(2 * round(PROBE_SHARE * max(n, held) * k / 2) - probe_calls, 0) if probe else 0
-        return (fixed + per_report * max(n, held) * k * (1 + PROBE_SHARE * probe)
-                + (probe_cost[0] + probe_cost[1] * calls if calls else 0.0))
+        n = max(n, held)
+        pairs = round(PROBE_SHARE * n * k / 2) if probe else 0
+        calls = max(2 * pairs - probe_calls, 0)
+        return cost.seconds(n, k, pairs) + (probe_draw[0] + probe_draw[1] * calls if calls else 0.0)
 
-    plan = TimePlan(budget.seconds, TARGET, time.perf_counter() - start, fixed, per_report, probe_cost)
+    plan = TimePlan(budget.seconds, TARGET, time.perf_counter() - start, cost, probe_draw, learned_off)
     reports = calibration
     if time.perf_counter() + predicted(2 * held) < soft:
         report(0.1)
@@ -117,13 +168,13 @@ def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rn
         reports = unify_reports({x: concatenate_reports([calibration[x], more[x]], f"input {x}", source.separator)
                                  for x in range(k)}, separator=source.separator)
     total = len(reports[0])
-    pairs = round(PROBE_SHARE * total * k / 2) - probe_calls // 2
-    if probe and pairs > 0:
-        analysis_left = fixed + per_report * total * k * (1 + PROBE_SHARE)
-        probed.append(draw_pairs(source, k, pairs, rng, soft - analysis_left, hard))
+    pairs = round(PROBE_SHARE * total * k / 2) if probe else 0
+    if pairs > probe_calls // 2:
+        probed.append(draw_pairs(source, k, pairs - probe_calls // 2, rng, soft - cost.seconds(total, k, pairs),
+                                 hard))
     report(1.0)
     plan.drawn_seconds = time.perf_counter() - start
-    plan.predicted_seconds = plan.drawn_seconds + fixed + per_report * total * k * (1 + PROBE_SHARE * probe)
+    plan.predicted_seconds = plan.drawn_seconds + cost.seconds(total, k, pairs)
     result = audit_reports(reports, privacy, main_confidence, train_fraction=train_fraction, rng=rng, **options)
     calls = None  # too few pairs of calls (a very short budget): no probe, the main tests at a stricter level
     if sum(len(inputs) for inputs, _ in probed) >= 2 * MIN_PROBE_PAIRS:
@@ -136,58 +187,62 @@ def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rn
 
 @dataclass
 class TimePlan:
-    """How a time budget was spent: the analysis line measured, the prediction at the end of drawing, the run.
+    """How a time budget was spent: the analysis cost measured, the prediction at the end of drawing, the run.
 
     ``predicted_seconds`` is the time the run was predicted to take when drawing stopped (drawing so far plus
-    the analysis line at the reports drawn): at most about ``target * budget`` by construction; ``seconds``
-    what it took.
+    the analysis cost at the reports drawn): at most about ``target * budget`` by construction; ``seconds``
+    what it took. ``learned_off``: the learned attacks were left out, their fit alone predicted to take half
+    of the time left after the calibration (``--attacks`` naming them keeps them).
     """
 
     budget: float
     target: float
     calibration_seconds: float
-    analysis_fixed: float
-    analysis_per_report: float
-    probe_cost: tuple[float, float]
+    analysis: AnalysisCost
+    probe_draw: tuple[float, float]
+    learned_off: bool = False
     drawn_seconds: float = 0.0
     predicted_seconds: float = 0.0
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return {"budget": self.budget, "target": self.target, "calibration_seconds": self.calibration_seconds,
-                "analysis_seconds": [self.analysis_fixed, self.analysis_per_report],
-                "probe_seconds": list(self.probe_cost), "drawn_seconds": self.drawn_seconds,
-                "predicted_seconds": self.predicted_seconds, "seconds": self.seconds}
+                "analysis": self.analysis.to_dict(), "probe_draw_seconds": list(self.probe_draw),
+                "learned_attacks_off": self.learned_off,
+                "drawn_seconds": self.drawn_seconds, "predicted_seconds": self.predicted_seconds,
+                "seconds": self.seconds}
 
 
 def _calibrate(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator, memory,
                hard: float, confidence: float, train_fraction: float,
-               options: dict) -> tuple[dict[int, np.ndarray], tuple[float, float]]:
-    """The calibration reports and ``(a, b)``: the analysis of ``n`` reports per input takes about ``a + b n k``
-    seconds (every call of the source answering before ``hard``).
+               options: dict) -> tuple[dict[int, np.ndarray], AnalysisCost]:
+    """The calibration reports and the :class:`AnalysisCost` measured on them (every call of the source
+    answering before ``hard``).
 
-    After an untimed warm-up, the analysis (every constrained pair tested, the most costly setting) is timed
-    on ``n`` reports per input, ``n`` doubled (and drawn) until one analysis takes :data:`GROWTH` times the
-    one before (the cost per report shows above the fixed costs and the noise) and the learned attacks fit on
-    their largest sample (:func:`_fit_saturation`), or one analysis takes :data:`TRIAL_SHARE` of the budget,
-    or the calibration would pass its :data:`CALIBRATION_SHARE`; the line passes through the last two points
-    (:func:`line_through`).
+    The event families' analysis (every constrained pair tested, the most costly setting) is timed, after an
+    untimed warm-up, on ``n`` reports per input, ``n`` doubled (and drawn) until an analysis takes
+    :data:`GROWTH` times the one before, or :data:`TRIAL_SHARE` of the budget, or the calibration would pass
+    its :data:`CALIBRATION_SHARE`: the line through the last two points (:func:`line_through`). The learned
+    attacks are timed apart (:func:`_learned_cost`).
     """
     k = privacy.k
     until = time.perf_counter() + CALIBRATION_SHARE * budget.seconds
-    timed = _timer(privacy, confidence, train_fraction, rng, options)
+    learned = options.get("attacks") != ()  # and a calibration sample the classifiers can fit on
+    timed = _timer(privacy, confidence, train_fraction, rng, {**options, "attacks": ()})
 
     def draw(n: int) -> dict[int, np.ndarray]:
         return collect_reports(source, k, Budget(n, max_memory=budget.max_memory), rng, memory=memory,
                                deadline=hard)
 
-    began = time.perf_counter()
-    reports = draw(FIRST_BATCH)
-    per_draw = (time.perf_counter() - began) / FIRST_BATCH  # drawing seconds per report of every input
+    began = time.perf_counter()  # rounds for half the calibration's share: a slow source is not overdrawn
+    reports = collect_reports(source, k, Budget(seconds=max(hard - began, 0.001), max_memory=budget.max_memory),
+                              rng, memory=memory, until=began + CALIBRATION_SHARE * budget.seconds / 2, deadline=hard)
+    first = len(reports[0])
+    per_draw = (time.perf_counter() - began) / first  # drawing seconds per report of every input
+    learned = learned and first >= math.ceil(2 * MIN_TRAINING / train_fraction)
     timed(reports, 8)
-    n, points = FIRST_BATCH, [timed(reports, FIRST_BATCH // 2), timed(reports, FIRST_BATCH)]
-    saturated = _fit_saturation(options.get("attacks"), train_fraction)
-    while points[-1][1] < TRIAL_SHARE * budget.seconds and (points[-1][1] < GROWTH * points[-2][1] or n < saturated):
+    n, points = first, [timed(reports, first // 2), timed(reports, first)]
+    while points[-1][1] < TRIAL_SHARE * budget.seconds and points[-1][1] < GROWTH * points[-2][1]:
         held = len(reports[0])
         if 2 * n > held:
             if time.perf_counter() + (2 * n - held) * per_draw + 2 * points[-1][1] > until:
@@ -199,16 +254,44 @@ def _calibrate(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng
                                      for x in range(k)}, separator=source.separator)
         n *= 2
         points.append(timed(reports, n))
-    return reports, line_through(*points[-2:])
+    fixed, per_report = line_through(*points[-2:])
+    cost = AnalysisCost(fixed, per_report, saturation=_fit_saturation(options.get("attacks"), train_fraction))
+    if learned:
+        _import_analysis(options.get("attacks"))  # scikit-learn, once the calibration shows it may be used
+        cost.fit, cost.fit_at, cost.score = _learned_cost(reports, train_fraction, rng, options)
+    return reports, cost
 
 
-def _line(reports: dict[int, np.ndarray], privacy: PrivacyMatrix, confidence: float, train_fraction: float,
-          rng: np.random.Generator, options: dict) -> tuple[float, float]:
-    """``(a, b)`` from analyses of half and all of ``reports`` (after a warm-up) with these ``options``."""
-    timed = _timer(privacy, confidence, train_fraction, rng, options)
+def _learned_cost(reports: dict[int, np.ndarray], train_fraction: float, rng: np.random.Generator,
+                  options: dict) -> tuple[float, int, float]:
+    """``(fit seconds, at reports per input, scoring seconds per report)`` of the learned attacks, timed on
+    ``reports`` split as the audit splits them (their events are chosen as the event families' are, a cost
+    the audit's line already counts once: it is counted twice)."""
+    from designer.audit.attacks import default_attacks, learned_space
+
     held = len(reports[0])
-    timed(reports, min(held, 8))
-    return line_through(timed(reports, held // 2), timed(reports, held))
+    train = {x: values[:max(int(train_fraction * held), 1)] for x, values in reports.items()}
+    attacks = options.get("attacks") or default_attacks(held * len(reports))
+    space = learned_space(train, tuple(attacks), options.get("features"), options.get("features_arguments"),
+                          int(rng.integers(2**31)))
+    if space is None:
+        return 0.0, held, 0.0
+    joined = np.concatenate(list(reports.values()))
+    began = time.perf_counter()
+    space.class_scores(joined)
+    return space.fit_seconds, held, 2 * (time.perf_counter() - began) / len(joined)
+
+
+def _cost(reports: dict[int, np.ndarray], privacy: PrivacyMatrix, confidence: float, train_fraction: float,
+          rng: np.random.Generator, options: dict) -> AnalysisCost:
+    """The :class:`AnalysisCost` of the learned attacks ``options`` names, on ``reports`` (the event
+    families' line measured on half and all of them)."""
+    timed = _timer(privacy, confidence, train_fraction, rng, {**options, "attacks": ()})
+    held = len(reports[0])
+    fixed, per_report = line_through(timed(reports, held // 2), timed(reports, held))
+    cost = AnalysisCost(fixed, per_report, saturation=_fit_saturation(options.get("attacks"), train_fraction))
+    cost.fit, cost.fit_at, cost.score = _learned_cost(reports, train_fraction, rng, options)
+    return cost
 
 
 def _timer(privacy: PrivacyMatrix, confidence: float, train_fraction: float, rng: np.random.Generator,
@@ -227,9 +310,11 @@ def _timer(privacy: PrivacyMatrix, confidence: float, train_fraction: float, rng
     return timed
 
 
-def _affordable(fixed: float, per_report: float, soft: float, k: int) -> float:
+def _affordable(cost: AnalysisCost, soft: float, k: int) -> float:
     """Reports per input whose analysis alone would end at ``soft`` (an upper bound on what is drawn)."""
-    return max(soft - time.perf_counter() - fixed, 0.0) / max(per_report * k, 1e-12)
+    slope = (cost.seconds(cost.saturation + 1, k) - cost.seconds(cost.saturation, k)) / 1
+    return max(soft - time.perf_counter() - cost.seconds(cost.saturation, k) + slope * cost.saturation, 0.0) / \
+        max(slope, 1e-12)
 
 
 def _fit_saturation(attacks, train_fraction: float) -> int:
