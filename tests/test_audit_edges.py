@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from designer.audit import Budget, collect_reports
 from designer.audit.reports import as_report_array, unify_reports
+from designer.audit.timing import AnalysisCost
 from designer.cli import app
 
 runner = CliRunner()
@@ -64,10 +65,13 @@ def test_time_budget_covers_the_whole_run(E4):
     plan = payload["time_budget"]
     assert plan["budget"] == 2 and plan["target"] == 0.93
     assert plan["calibration_seconds"] <= plan["drawn_seconds"] <= plan["seconds"]
-    fixed, per_report = plan["analysis_seconds"]
-    reports = 4 * payload["reports_per_input"]["max"]
-    assert fixed >= 0 and per_report > 0 and payload["reports_per_input"]["min"] >= 64
-    assert plan["predicted_seconds"] == pytest.approx(plan["drawn_seconds"] + fixed + per_report * reports * 1.1)
+    assert plan["learned_attacks_off"] is False  # below 10 s the command line turns them off itself (attacks=())
+    cost = plan["analysis"]
+    cost = AnalysisCost(cost["fixed"], cost["per_report"], cost["fit"], cost["fit_at"], cost["saturation"],
+                        cost["score_per_report"], cost["probe_per_pair"])
+    n = payload["reports_per_input"]["max"]
+    assert cost.per_report > 0 and cost.fit == 0 and payload["reports_per_input"]["min"] == n >= 64
+    assert plan["predicted_seconds"] == pytest.approx(plan["drawn_seconds"] + cost.seconds(n, 4, round(0.1 * n * 4 / 2)))
 
 
 def test_a_time_budget_stops_drawing_where_the_analysis_still_fits(monkeypatch):

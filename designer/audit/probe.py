@@ -113,18 +113,24 @@ class ProbeResult:
 
 
 def draw_pairs(source: ReportSource, k: int, pairs: int, rng: np.random.Generator, until: float | None = None,
-               deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+               deadline: float | None = None, per_call: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """``2 * pairs`` calls of the source on uniformly random inputs, in sequences of at most
-    :data:`SEQUENCE_CHUNK`: the inputs and the reports, in call order. No sequence starts after ``until`` (a
-    ``time.perf_counter()`` instant: fewer pairs, maybe none), and every one must end before ``deadline``."""
+    :data:`SEQUENCE_CHUNK`: the inputs and the reports, in call order. With ``until`` (a
+    ``time.perf_counter()`` instant) no sequence starts after it, and none longer than ``per_call`` seconds
+    a call would end by it (fewer pairs, maybe none); every one must end before ``deadline``."""
     inputs, reports, drawn = [np.zeros(0, dtype=np.int64)], [], 0
-    while drawn < pairs and (until is None or time.perf_counter() < until):
-        size = 2 * min(pairs - drawn, SEQUENCE_CHUNK // 2)
-        sequence = rng.integers(0, k, size)
+    while drawn < pairs:
+        size = min(pairs - drawn, SEQUENCE_CHUNK // 2)
+        if until is not None:
+            left = until - time.perf_counter()
+            size = min(size, int(left / (2 * per_call))) if per_call > 0 else size * (left > 0)
+        if size < 1:
+            break
+        sequence = rng.integers(0, k, 2 * size)
         remaining = None if deadline is None else max(deadline - time.perf_counter(), 0.001)
         reports.append(source.draw_sequence(sequence, rng, remaining))
         inputs.append(sequence)
-        drawn += size // 2
+        drawn += size
     joined = concatenate_reports(reports, f"source {source.description} (the state probe)", source.separator)
     return np.concatenate(inputs), joined
 

@@ -137,10 +137,13 @@ def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rn
         cost = _cost(calibration, privacy, main_confidence, train_fraction, rng, options)
     probed, points = [], []
     for pairs in (PROBE_CALIBRATION[0], max(PROBE_CALIBRATION[1], 3 * MIN_GROUP * k)) if probe else ():
-        began = time.perf_counter()
-        probed.append(draw_pairs(source, k, pairs, rng, soft, hard))
+        began = time.perf_counter()  # the second sequence only as long as the first's pace fits in the plan
+        per_call = points[0][1] / max(points[0][0], 1) if points else 0.0
+        probed.append(draw_pairs(source, k, pairs, rng, soft - (soft - began) / 2, hard, 1.5 * per_call))
         points.append((len(probed[-1][0]), time.perf_counter() - began))
     probe_draw = line_through(*points) if len(points) == 2 and min(n for n, _ in points) else (0.0, 0.0)
+    if points and not probe_draw[1]:  # one sequence drawn: its pace through the origin
+        probe_draw = (0.0, points[0][1] / max(points[0][0], 1))
     probe_calls = sum(len(inputs) for inputs, _ in probed)
     if probe_calls:
         began = time.perf_counter()
@@ -171,7 +174,7 @@ def timed_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rn
     pairs = round(PROBE_SHARE * total * k / 2) if probe else 0
     if pairs > probe_calls // 2:
         probed.append(draw_pairs(source, k, pairs - probe_calls // 2, rng, soft - cost.seconds(total, k, pairs),
-                                 hard))
+                                 hard, 1.5 * probe_draw[1]))
     report(1.0)
     plan.drawn_seconds = time.perf_counter() - start
     plan.predicted_seconds = plan.drawn_seconds + cost.seconds(total, k, pairs)
