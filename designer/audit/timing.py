@@ -225,8 +225,9 @@ def _calibrate(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng
     The event families' analysis (every constrained pair tested, the most costly setting) is timed, after an
     untimed warm-up, on ``n`` reports per input, ``n`` doubled (and drawn) until an analysis takes
     :data:`GROWTH` times the one before, or :data:`TRIAL_SHARE` of the budget, or the calibration would pass
-    its :data:`CALIBRATION_SHARE`: the line through the last two points (:func:`line_through`). The learned
-    attacks are timed apart (:func:`_learned_cost`).
+    its :data:`CALIBRATION_SHARE`: the line through the last two points (:func:`line_through`) when the last
+    grew by :data:`GROWTH`, else all of the last timing charged per report (a slope from noise would let the
+    audit draw without end). The learned attacks are timed apart (:func:`_learned_cost`).
     """
     k = privacy.k
     until = time.perf_counter() + CALIBRATION_SHARE * budget.seconds
@@ -257,7 +258,10 @@ def _calibrate(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng
                                      for x in range(k)}, separator=source.separator)
         n *= 2
         points.append(timed(reports, n))
-    fixed, per_report = line_through(*points[-2:])
+    if points[-1][1] >= GROWTH * points[-2][1]:  # the cost per report shows: the line through the two
+        fixed, per_report = line_through(*points[-2:])
+    else:  # it does not (fixed costs and noise): all of the last timing is charged per report
+        fixed, per_report = 0.0, points[-1][1] / points[-1][0]
     cost = AnalysisCost(fixed, per_report, saturation=_fit_saturation(options.get("attacks"), train_fraction))
     if learned:
         _import_analysis(options.get("attacks"))  # scikit-learn, once the calibration shows it may be used
