@@ -56,6 +56,10 @@ TARGET = 0.93
 CALIBRATION_SHARE = 0.2
 #: Share of the budget one timed analysis of the calibration reports may take (the sample doubles until then).
 TRIAL_SHARE = 0.05
+#: Reports per input scored to time the learned attacks' scoring.
+SCORED = 4096
+#: Reports per input of the first timed analysis (at most; then doubled).
+FIRST_TRIAL = 256
 #: The sample doubles until an analysis takes this many times the one before (the per-report cost shows).
 GROWTH = 1.6
 #: Pairs of calls of the probe's two timed sequences (the second at least three times the smallest group
@@ -238,14 +242,16 @@ def _calibrate(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng
         return collect_reports(source, k, Budget(n, max_memory=budget.max_memory), rng, memory=memory,
                                deadline=hard)
 
-    began = time.perf_counter()  # rounds for half the calibration's share: a slow source is not overdrawn
+    began = time.perf_counter()  # rounds for half the calibration's share, and at most a first timing's reports
     reports = collect_reports(source, k, Budget(seconds=max(hard - began, 0.001), max_memory=budget.max_memory),
-                              rng, memory=memory, until=began + CALIBRATION_SHARE * budget.seconds / 2, deadline=hard)
-    first = len(reports[0])
-    per_draw = (time.perf_counter() - began) / first  # drawing seconds per report of every input
-    learned = learned and first >= math.ceil(2 * MIN_TRAINING / train_fraction)
+                              rng, memory=memory, until=began + CALIBRATION_SHARE * budget.seconds / 2, deadline=hard,
+                              analysis=lambda n: 0.0 if n <= FIRST_TRIAL else math.inf)
+    held = len(reports[0])
+    per_draw = (time.perf_counter() - began) / held  # drawing seconds per report of every input
+    learned = learned and held >= math.ceil(2 * MIN_TRAINING / train_fraction)
     timed(reports, 8)
-    n, points = first, [timed(reports, first // 2), timed(reports, first)]
+    n = min(held, FIRST_TRIAL)  # a fast source may have drawn far more than a first timing needs
+    points = [timed(reports, n // 2), timed(reports, n)]
     while points[-1][1] < TRIAL_SHARE * budget.seconds and points[-1][1] < GROWTH * points[-2][1]:
         held = len(reports[0])
         if 2 * n > held:
@@ -276,14 +282,14 @@ def _learned_cost(reports: dict[int, np.ndarray], train_fraction: float, rng: np
     the audit's line already counts once: it is counted twice)."""
     from designer.audit.attacks import default_attacks, learned_space
 
-    held = len(reports[0])
+    attacks = options.get("attacks") or default_attacks(len(reports[0]) * len(reports))
+    held = min(len(reports[0]), _fit_saturation(attacks, train_fraction))  # beyond, the fit costs no more
     train = {x: values[:max(int(train_fraction * held), 1)] for x, values in reports.items()}
-    attacks = options.get("attacks") or default_attacks(held * len(reports))
     space = learned_space(train, tuple(attacks), options.get("features"), options.get("features_arguments"),
                           int(rng.integers(2**31)))
     if space is None:
         return 0.0, held, 0.0
-    joined = np.concatenate(list(reports.values()))
+    joined = np.concatenate([values[:SCORED] for values in reports.values()])
     began = time.perf_counter()
     space.class_scores(joined)
     return space.fit_seconds, held, 2 * (time.perf_counter() - began) / len(joined)
