@@ -22,7 +22,8 @@ from timing import timed
 
 from designer.audit import Budget, PythonSampler, collect_reports
 from designer.audit.collect import MEMORY_FACTOR, PROBE, ReportMemory, report_bytes
-from designer.audit.sources import as_report_array, call_user, load_callable
+from designer.audit.reports import as_report_array
+from designer.audit.usercode import call_user, load_callable
 
 SAMPLER = f"{Path(__file__).resolve().parent.parent / 'tests' / 'fixtures' / 'audit' / 'samplers.py'}:grr"
 K = 16

@@ -47,7 +47,7 @@ def leaky_pair_sampler(k: int, x: int, x_prime: int, loss: float):
     channel[x_prime, others] += deficit / len(others)
 
     class Source:
-        description = "leaky pair"
+        description, separator = "leaky pair", None
 
         def draw(self, z, n, rng, timeout=None):
             return rng.choice(k, n, p=channel[z])
@@ -87,8 +87,9 @@ def test_command_line_adaptive(tmp_path):
     assert result.exit_code == 1, result.output
     payload = json.loads(result.stdout)
     assert payload["adaptive"] is True
-    # four inputs: the fresh budget 4 x 2,100 shared by the three inputs of the two pairs
-    assert payload["violations"][0]["event"] == "report = 'trace'" and payload["reports_per_input"]["max"] == 900 + 2800
+    # 300 of the 3,000 reports per input go to the state probe; of the 2,700: a pilot of 810, then the fresh
+    # budget 4 x 1,890 shared by the three inputs of the two pairs
+    assert payload["violations"][0]["event"] == "report = 'trace'" and payload["reports_per_input"]["max"] == 810 + 2520
     refused = runner.invoke(app, [*common, "--channel-out", str(tmp_path / "Q.csv")])
     assert refused.exit_code == 2 and "--adaptive draws more reports" in refused.output
     timed = runner.invoke(app, ["audit", "--E", str(E), "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",

@@ -7,7 +7,7 @@ import numpy as np
 
 from designer.audit import audit_reports
 from designer.audit.features import FeatureMap
-from designer.audit.sources import load_callable
+from designer.audit.usercode import load_callable
 from designer.spec import PrivacyMatrix
 
 PLANTED = Path(__file__).parent / "fixtures" / "audit" / "planted.py"

@@ -13,7 +13,9 @@ from designer.audit.events import (
     best_cell_set,
     choose_space,
 )
-from designer.audit.sources import as_report_array, parse_arguments, parse_report
+from designer.audit.lines import NumbersParser
+from designer.audit.reports import as_report_array
+from designer.audit.usercode import parse_arguments
 
 
 def test_best_cell_set_finds_the_neyman_pearson_set():
@@ -110,9 +112,10 @@ def test_space_rules_and_support_errors():
 
 
 def test_reports_and_arguments_parsing():
-    assert parse_report("17") == 17 and parse_report("0.5") == 0.5
-    assert parse_report("0,1,1") == (0, 1, 1) and parse_report("0 1 1") == (0, 1, 1)
-    assert parse_report("abc") == "abc" and parse_report("a b") == "a b"
+    numbers = NumbersParser()
+    assert numbers.read(["17", " 0.5"], 0, "test").tolist() == [17.0, 0.5]
+    assert numbers.read(["0,1,1", "0 1 1"], 0, "test").tolist() == [[0, 1, 1], [0, 1, 1]]
+    assert numbers.read(["abc", "a b"], 0, "test").tolist() == ["abc", "a b"]
     with pytest.raises(ValueError, match="test: report 1 has 1 coordinates, report 0 has 2"):
         as_report_array([(1, 2), (3,), [4, 5, 6]], 3, "test")
     pairs = as_report_array([(1, 2**62), (0, 5)], 2, "test")

@@ -138,16 +138,16 @@ def test_library_reports_are_compact_arrays():
 
 
 def test_compact_integers_keeps_the_values():
-    from designer.audit.sources import compact_integers
+    from designer.audit.reports import compact_integers
 
     for values, kind in (([0, 1, 1], np.int8), ([-129, 5], np.int16), ([2**31, 0], np.int64), ([40000, 1], np.int32)):
         array = compact_integers(np.array(values, dtype=np.int64))
         assert array.dtype == kind and array.tolist() == values
     floats = np.array([0.5, 1.0])
     assert compact_integers(floats) is floats
-    bits = compact_integers(np.array([[0.0, 1.0], [1.0, 0.0]]))  # multi-freq-ldpy's unary encodings
-    assert bits.dtype == np.int8 and bits.tolist() == [[0, 1], [1, 0]]
-    for kept in (np.array([[0.0, -0.0]]), np.array([[1.0, 300.0]]), np.array([0.0, 1.0])):  # -0.0; too large; scalars
+    bits = compact_integers(np.array([[0.0, 1.0], [1.0, -0.0]]))  # multi-freq-ldpy's unary encodings
+    assert bits.dtype == np.float16 and bits.tolist() == [[0, 1], [1, 0]] and np.signbit(bits[1, 1])
+    for kept in (np.array([[0.5, 1.0]]), np.array([[1.0, 3000.0]]), np.array([0.0, 1.0])):  # fractions; large; scalars
         assert compact_integers(kept) is kept
 
 

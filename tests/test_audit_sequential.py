@@ -58,7 +58,8 @@ def test_command_line_looks(tmp_path):
     result = runner.invoke(app, [*common, "--json"])
     assert result.exit_code == 1, result.output
     payload = json.loads(result.stdout)
-    assert [look["reports_per_input"] for look in payload["looks"]] == [1000]
+    # 400 of the 4,000 reports per input go to the state probe: the looks are shares of 3,600
+    assert [look["reports_per_input"] for look in payload["looks"]] == [900]
     text = runner.invoke(app, common)
     assert text.exit_code == 1 and "early stopping: look 1 of the schedule at 0.25 of the budget" in text.output
     for bad in ("0.5,0.25,1", "0.5,0.9", "a,b"):

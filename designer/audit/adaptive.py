@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from designer.audit.collect import Budget, budget_memory, collect_reports
-from designer.audit.sources import ReportSource, concatenate_reports, unify_reports
+from designer.audit.collect import Budget, ReportMemory, budget_memory, collect_reports
+from designer.audit.reports import concatenate_reports, is_text, unify_reports
+from designer.audit.sources import ReportSource
 from designer.audit.verdict import (
     DEFAULT_MAX_PAIRS,
     DEFAULT_TRAIN_FRACTION,
@@ -109,7 +110,8 @@ def choose_adaptive(requested: bool | None, draws: bool, per_input: bool, looks:
 
 
 def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
-                   train_fraction: float = DEFAULT_TRAIN_FRACTION, progress=None, **options) -> AuditResult:
+                   train_fraction: float = DEFAULT_TRAIN_FRACTION, progress=None, memory: ReportMemory | None = None,
+                   **options) -> AuditResult:
     """Audit ``source`` with a pilot on every input and the rest of ``budget`` on the chosen pairs' inputs.
 
     The whole budget's memory is checked at the pilot's first batch (a probe of at most
@@ -127,6 +129,8 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
         The pilot's share of the budget.
     progress : callable, optional
         Called with the fraction of the drawing done (0..1).
+    memory : ReportMemory, optional
+        The memory of a larger budget this audit is part of (default: ``budget``'s).
     **options
         Passed to :func:`~designer.audit.verdict.audit_reports` (confidence, max_pairs, attacks, ...).
     """
@@ -141,7 +145,7 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     total = budget.reports_per_input * k
     # the whole budget is held at the end: every stage's batches are checked against it, from the
     # pilot's first (its probe) on
-    memory = budget_memory(budget, k)
+    memory = memory or budget_memory(budget, k)
     drawn = {"count": pilot * k}
 
     def draw(inputs: list[int], per_input: int) -> dict[int, np.ndarray]:
@@ -151,8 +155,8 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
                                lambda fraction: report((start + fraction * per_input * len(inputs)) / total),
                                inputs=inputs, memory=memory)
 
-    reports = unify_reports(collect_reports(source, k, Budget(pilot, max_memory=budget.max_memory), rng,
-                                            lambda fraction: report(fraction * pilot * k / total), memory=memory))
+    reports = collect_reports(source, k, Budget(pilot, max_memory=budget.max_memory), rng,
+                              lambda fraction: report(fraction * pilot * k / total), memory=memory)
     pairs = None
     max_pairs = options.pop("max_pairs", None)
     candidates = constrained_pairs(reports, privacy)
@@ -167,7 +171,7 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
         inputs = sorted({x for pair in pairs for x in pair})
         second = max(2, round(NARROW_SHARE * rest / len(inputs)))
         extra = draw(inputs, second)
-        reports = _joined(reports, extra)
+        reports = _joined(reports, extra, source.separator)
         rest -= second * len(inputs)
 
     if max_pairs is None:
@@ -176,7 +180,10 @@ def adaptive_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget,
     # fresh reports per input: all pairs share the rest among the k inputs; otherwise the events are
     # chosen for the best pair's two inputs (the chosen pairs often share inputs)
     def second_stage(inputs: list[int]) -> dict[int, np.ndarray]:
-        return draw(inputs, max(2, rest // len(inputs)))
+        fresh = draw(inputs, max(2, rest // len(inputs)))
+        if is_text(next(iter(reports.values()))):  # in the pilot's representation
+            fresh = {x: values if is_text(values) else source.as_text(values) for x, values in fresh.items()}
+        return fresh
 
     return audit_reports(reports, privacy, rng=rng, train_fraction=train_fraction, second_stage=second_stage,
                          planned_fresh=rest // (k if max_pairs == 0 else 2), pairs=pairs, max_pairs=max_pairs, **options)
@@ -213,8 +220,8 @@ def _exclusive_inputs(space, encoded: dict) -> list[int]:
     return [inputs[i] for i in np.argsort(-alone, kind="stable") if alone[i] > 0]
 
 
-def _joined(reports: dict, extra: dict) -> dict[int, np.ndarray]:
+def _joined(reports: dict, extra: dict, separator: str | None) -> dict[int, np.ndarray]:
     """Each input's pilot reports followed by its narrowing reports, in one representation."""
-    joined = {x: concatenate_reports([values, extra[x]], f"input {x}") if x in extra else values
+    joined = {x: concatenate_reports([values, extra[x]], f"input {x}", separator) if x in extra else values
               for x, values in reports.items()}
-    return unify_reports(joined)
+    return unify_reports(joined, separator=separator)

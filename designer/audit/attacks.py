@@ -28,6 +28,7 @@ on the fresh split like any other (:mod:`designer.audit.verdict`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -102,6 +103,7 @@ class LearnedSpace(EventSpace):
         self.names = models
         rng = np.random.default_rng(seed)
         self.models = []
+        began = time.perf_counter()
         for name in models:
             rows, labels = [], []
             for x, reports in train.items():
@@ -114,15 +116,21 @@ class LearnedSpace(EventSpace):
                 model.fit(np.concatenate(rows), np.concatenate(labels))
             self.models.append(model)
         self.column = {int(label): index for index, label in enumerate(self.models[0].classes_)}
+        #: Seconds spent fitting, and scoring (with the reports scored): what a time budget measures
+        #: (:mod:`designer.audit.timing`).
+        self.fit_seconds, self.score_seconds, self.scored = time.perf_counter() - began, 0.0, 0
 
     def encode(self, reports: np.ndarray) -> LearnedReports:
         return LearnedReports(reports, self)
 
     def class_scores(self, reports: np.ndarray) -> np.ndarray:
         """Every model's ``decision_function`` on the reports, :data:`SCORE_CHUNK` at a time."""
+        began = time.perf_counter()
         scores = np.empty((len(self.models), len(reports), len(self.column)), dtype=np.float32)
         with single_thread():
             self._score_into(scores, reports)
+        self.score_seconds += time.perf_counter() - began
+        self.scored += len(reports)
         return scores
 
     def _score_into(self, scores: np.ndarray, reports: np.ndarray) -> None:

@@ -7,9 +7,9 @@ them: the reports, their shuffled splits and encodings) is refused with the
 estimate. Every later batch is measured too (:class:`ReportMemory`): a batch
 needing a wider type than the probe re-checks a count budget before more is
 drawn, and lowers a time budget's cap at once (no input is drawn past it, and
-every input is cut to it at the end). A time budget covers the whole run:
-drawing stops at :data:`DRAW_SHARE` of it, and at most :data:`ANALYSIS_RATE`
-reports per second of budget are drawn, so that the analysis fits in the rest.
+every input is cut to it at the end). A time budget draws in rounds of all
+inputs until its deadline, less the time the analysis of what is drawn is
+predicted to take (a model of the analysis time, :mod:`designer.audit.timing`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.audit.sources import ReportSource, concatenate_reports
+from designer.audit.reports import concatenate_reports, unify_reports
+from designer.audit.sources import ReportSource
 from designer.defaults import AUDIT_MAX_MEMORY_GIB
 
 #: Reports drawn per call of the source when the budget is a count.
@@ -35,10 +36,6 @@ PROBE = 256
 MEMORY_FACTOR = 4
 #: Default memory allowed for the reports (bytes).
 DEFAULT_MAX_MEMORY = AUDIT_MAX_MEMORY_GIB * 2**30
-#: Share of a time budget spent drawing (the rest is for the analysis).
-DRAW_SHARE = 0.5
-#: Reports per second of a time budget the analysis is assumed to handle (all inputs together).
-ANALYSIS_RATE = 400_000
 #: Largest ``--seconds`` accepted (a day).
 MAX_SECONDS = 86_400.0
 
@@ -133,12 +130,19 @@ def budget_memory(budget: Budget, k: int) -> ReportMemory:
 
 def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random.Generator,
                     progress: Callable[[float], None] | None = None,
-                    inputs: list[int] | None = None, memory: ReportMemory | None = None) -> dict[int, np.ndarray]:
+                    inputs: list[int] | None = None, memory: ReportMemory | None = None,
+                    analysis: Callable[[int], float] | None = None, until: float | None = None,
+                    deadline: float | None = None) -> dict[int, np.ndarray]:
     """Draw reports of every input ``0..k-1`` (or of ``inputs``), the same number for each.
 
     ``progress`` is called with the fraction of the budget spent (0..1). ``memory``
     (default: this budget's) measures every batch: an audit drawing in stages passes
     one for its whole budget, so that every stage's batches are checked against it.
+    A time budget draws rounds until ``until`` (a ``time.perf_counter()`` instant;
+    default ``budget.seconds`` from now) less ``analysis(n)``, the seconds predicted
+    for analysing ``n`` reports per input (default: none). Every call must answer
+    by ``deadline`` (a ``time.perf_counter()`` instant; default: ``budget.seconds``
+    from now for a time budget, the source's own time limit for a count).
     """
     inputs = list(range(k)) if inputs is None else list(inputs)
     k = len(inputs)
@@ -146,7 +150,8 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
     if memory is None:
         memory = budget_memory(budget, k)
     start = time.perf_counter()
-    deadline = None if budget.seconds is None else start + budget.seconds
+    if deadline is None and budget.seconds is not None:
+        deadline = start + budget.seconds
     first = budget.reports_per_input if budget.seconds is None else FIRST_BATCH
     probe = memory.see(source.draw(inputs[0], min(PROBE, first), rng, _remaining(deadline)))
     parts: dict[int, list[np.ndarray]] = {x: [] for x in inputs}
@@ -158,33 +163,37 @@ def collect_reports(source: ReportSource, k: int, budget: Budget, rng: np.random
             remaining = budget.reports_per_input - (len(probe) if x == inputs[0] else 0)
             while remaining:
                 n = min(CHUNK, remaining)
-                parts[x].append(memory.see(source.draw(x, n, rng)))
+                parts[x].append(memory.see(source.draw(x, n, rng, _remaining(deadline))))
                 remaining -= n
                 done += n
                 report(done / total)
     else:
-        _draw_for_seconds(source, inputs, budget, rng, memory, parts, start, deadline, report)
+        _draw_for_seconds(source, inputs, rng, memory, parts, start, deadline, report,
+                          analysis or (lambda n: 0.0), deadline if until is None else min(until, deadline))
     # each input's batches are freed once joined: the reports are held about once, not twice
-    return {x: concatenate_reports(parts.pop(x), f"source {source.description} (input {x})") for x in inputs}
+    joined = {x: concatenate_reports(parts.pop(x), f"source {source.description} (input {x})", source.separator)
+              for x in inputs}
+    return unify_reports(joined, separator=source.separator)
 
 
-def _draw_for_seconds(source: ReportSource, inputs: list[int], budget: Budget, rng: np.random.Generator,
-                      memory: ReportMemory, parts: dict[int, list[np.ndarray]], start: float, deadline: float,
-                      report: Callable[[float], None]) -> None:
-    """Draw rounds of every input into ``parts`` until :data:`DRAW_SHARE` of ``budget.seconds`` is spent.
+def _draw_for_seconds(source: ReportSource, inputs: list[int], rng: np.random.Generator, memory: ReportMemory,
+                      parts: dict[int, list[np.ndarray]], start: float, deadline: float,
+                      report: Callable[[float], None], analysis: Callable[[int], float], until: float) -> None:
+    """Draw rounds of every input into ``parts`` until the next round would end past ``until`` less the
+    predicted ``analysis`` time of what it brings (every call answering before ``deadline``).
 
     A round raises every input to the same count, its batch doubled while a round
-    takes < 1/50 of the budget. The memory cap is recomputed after every batch (a
+    takes < 1/50 of the time left, and halved while the round and the predicted
+    analysis would not fit (below :data:`FIRST_BATCH`, drawing stops). The memory cap is recomputed after every batch (a
     wider batch lowers it at once, inside the round) and no input is drawn past it;
     at the end every input is trimmed to the cap at the widest size seen, so the
     reports held never take more than ``max_memory`` with :data:`MEMORY_FACTOR` copies.
     """
     k = len(inputs)
-    drawing_deadline = start + DRAW_SHARE * budget.seconds
     held = {x: sum(len(part) for part in parts[x]) for x in inputs}
     batch, drawn = FIRST_BATCH, 0
     while True:
-        round_start = time.perf_counter()
+        round_start, before = time.perf_counter(), drawn
         for x in inputs:
             n = min(drawn + batch, memory.cap(k)) - held[x]
             if n > 0:
@@ -192,14 +201,18 @@ def _draw_for_seconds(source: ReportSource, inputs: list[int], budget: Budget, r
                 held[x] += len(parts[x][-1])
         drawn = min(held.values())
         now = time.perf_counter()
-        last_round = now - round_start
-        report(min((now - start) / (DRAW_SHARE * budget.seconds), 1.0))
-        cap = min(budget.seconds * ANALYSIS_RATE / k, memory.cap(k))
-        if now + last_round * 2 > drawing_deadline or drawn >= cap:
+        per_report = (now - round_start) / max(drawn - before, 1)  # seconds per report of every input
+        report(min((now - start) / max(until - start, 1e-9), 1.0))
+        cap = memory.cap(k)
+        if drawn >= cap:
             break
-        if last_round < budget.seconds / 50:
+        if per_report * batch < (until - now) / 50:
             batch *= 2
         batch = max(int(min(batch, cap - drawn)), 1)
+        while batch >= FIRST_BATCH and now + 1.2 * per_report * batch + analysis(drawn + batch) > until:
+            batch //= 2  # the last rounds shrink to what fits before the analysis
+        if batch < FIRST_BATCH:
+            break
     keep = min(drawn, memory.cap(k))
     if keep < 2:  # not even a training and a fresh report of every input fit: refused with the estimate
         check_memory(memory.per_report, 2 * k, memory.max_memory, memory.what)

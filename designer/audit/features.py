@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from designer.audit.sources import call_user
+from designer.audit.usercode import call_user
 
 #: A scalar or coordinate with at most this many distinct training values is one-hot encoded.
 MAX_CATEGORIES = 32

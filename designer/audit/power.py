@@ -85,15 +85,18 @@ GRID = 512
 
 @functools.lru_cache(maxsize=4096)  # pairs share rare-output figures, and classes often the same witness
 def detection_probability(probability: float, trials: int, probability_other: float, trials_other: int,
-                          allowed: float, error: float) -> float:
-    """Probability that the audit's test rejects ``E[x, x'] = allowed`` on an event of known probabilities.
+                          allowed: float, error: float, delta: float = 0.0) -> float:
+    """Probability that the audit's test rejects ``E[x, x'] = allowed`` (and ``delta``) on an event of known
+    probabilities.
 
-    The test rejects when the Clopper–Pearson lower bound on ``log P(S|x)/P(S|x')``
-    at total error ``error`` (split in halves,
-    :func:`designer.audit.statistics.log_ratio_lower_bound`) exceeds ``allowed``.
-    The bound is ``log L(c) - log U(c')`` with ``L`` increasing in the count ``c``
-    under x and ``U`` increasing in ``c'`` under x', so for each ``c'`` the test
-    rejects exactly when ``c >= c*(c')``, and the power is
+    The test rejects when ``L(c) > exp(allowed) U(c') + delta``, ``L`` and ``U`` the
+    Clopper–Pearson lower bound on ``P(S|x)`` and upper bound on ``P(S|x')`` at half
+    of ``error`` each: with ``delta = 0``, when the lower bound on ``log P(S|x)/P(S|x')``
+    exceeds ``allowed`` (:func:`designer.audit.statistics.log_ratio_lower_bound`);
+    else when the lower bound on the hockey-stick difference exceeds ``delta``
+    (:func:`designer.audit.statistics.hockey_stick_lower_bound`).
+    ``L`` is increasing in the count ``c`` under x and ``U`` in ``c'`` under x',
+    so for each ``c'`` the test rejects exactly when ``c >= c*(c')``, and the power is
 
         ``sum_{c'} P(Bin(n', p') = c') P(Bin(n, p) >= c*(c'))``
 
@@ -114,28 +117,30 @@ def detection_probability(probability: float, trials: int, probability_other: fl
         ``E[x, x']``.
     error : float
         The test's error (``(1 - confidence) / pairs tested``: Bonferroni; Holm rejects at least as often).
+    delta : float
+        The ``delta`` of an (E, delta) audit (0: pure E-LDP).
 
     Returns
     -------
     float in [0, 1].
     """
     import numpy as np
-    from scipy.stats import binom
+    from scipy.special import bdtrc
 
     from designer.audit.statistics import clopper_pearson_lower, clopper_pearson_upper
 
     if probability <= 0 or trials < 1 or trials_other < 1:
         return 0.0
     counts = _count_grid(trials, probability, first=1)
-    with np.errstate(divide="ignore"):
-        lower = np.log(clopper_pearson_lower(counts, trials, error / 2))
+    lower = clopper_pearson_lower(counts, trials, error / 2)
     others = _count_grid(trials_other, probability_other)
-    upper = np.log(clopper_pearson_upper(others, trials_other, error / 2))
-    first = np.searchsorted(lower, allowed + upper, side="right")  # first grid count past c*(c')
+    upper = clopper_pearson_upper(others, trials_other, error / 2)
+    first = np.searchsorted(lower, math.exp(allowed) * upper + delta, side="right")  # first grid count past c*(c')
     reach = first < len(counts)
-    tails = np.where(reach, binom.sf(counts[np.minimum(first, len(counts) - 1)] - 1, trials, probability), 0.0)
+    tails = np.where(reach, bdtrc(counts[np.minimum(first, len(counts) - 1)] - 1, trials, probability), 0.0)
     below = np.concatenate([[others[0] - 1], others[:-1]])
-    masses = binom.cdf(others, trials_other, probability_other) - binom.cdf(below, trials_other, probability_other)
+    masses = _binomial_cdf(others, trials_other, probability_other) - _binomial_cdf(below, trials_other,
+                                                                                      probability_other)
     return float(np.clip(np.sum(masses * tails), 0.0, 1.0))
 
 
@@ -143,23 +148,46 @@ def _count_grid(trials: int, probability: float, first: int = 0):
     """Counts from the :data:`TAIL` to the ``1 - TAIL`` quantile of ``Bin(trials, probability)``, every
     ``step`` counts so that at most :data:`GRID` + 1 are kept (both ends included)."""
     import numpy as np
-    from scipy.stats import binom
 
-    low, high = (int(v) for v in binom.ppf([TAIL, 1 - TAIL], trials, probability))
+    low, high = (_binomial_quantile(q, trials, probability) for q in (TAIL, 1 - TAIL))
     low = max(low, first)
     high = max(high, low)
     step = max(1, -(-(high - low) // GRID))
     return np.unique(np.append(np.arange(low, high + 1, step), high))
 
 
+def _binomial_cdf(counts, trials: int, probability: float):
+    """``P(Bin(trials, probability) <= counts)`` (0 below 0; ``scipy.special.bdtr``, without scipy.stats)."""
+    import numpy as np
+    from scipy.special import bdtr
+
+    counts = np.asarray(counts)
+    return np.where(counts < 0, 0.0, bdtr(np.maximum(counts, 0), trials, probability))
+
+
+def _binomial_quantile(q: float, trials: int, probability: float) -> int:
+    """The smallest count ``c`` with ``P(Bin(trials, probability) <= c) >= q`` (bisection on the counts)."""
+    low, high = 0, trials
+    while low < high:
+        middle = (low + high) // 2
+        if _binomial_cdf(middle, trials, probability) >= q:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
 def class_power(kind: str, probability: float, trials: int, trials_other: int, allowed: float, error: float,
-                training: int = 0) -> dict:
+                training: int = 0, delta: float = 0.0) -> dict:
     """The power statement of one attack class on one tested pair.
 
     * ``event families`` and ``learned classifiers``: an event as likely under x
       as the class's witness (``probability``, its fresh frequency) whose
-      log-ratio is ``allowed +`` :data:`POWER_EXCESS`, if chosen as the event,
-      is detected with the returned probability (:func:`detection_probability`);
+      log-ratio is ``allowed +`` :data:`POWER_EXCESS` — in an (E, delta) audit,
+      as likely as the witness but at least ``2 delta``, whose hockey-stick
+      difference ``P(S|x) - exp(allowed) P(S|x')`` is ``delta +`` :func:`hockey_excess` —
+      if chosen as the event, is detected with the returned probability
+      (:func:`detection_probability`);
     * ``rare outputs``: an output of probability :data:`RARE_PROBABILITY` under x
       that x' never produces (infinite loss) must show in x's ``training``
       reports to become an event, then, if chosen as the event, be rejected on
@@ -167,12 +195,45 @@ def class_power(kind: str, probability: float, trials: int, trials_other: int, a
 
     Returns
     -------
-    dict with ``class``, ``event_probability``, ``excess`` (``inf`` for rare outputs) and ``probability``.
+    dict with ``class``, ``event_probability``, ``excess`` (``inf`` for rare outputs; of the hockey-stick
+    difference over ``delta`` in an (E, delta) audit) and ``probability``.
     """
     if kind == "rare outputs":
         seen = 1 - (1 - RARE_PROBABILITY) ** training
-        detected = seen * detection_probability(RARE_PROBABILITY, trials, 0.0, trials_other, allowed, error)
+        detected = seen * detection_probability(RARE_PROBABILITY, trials, 0.0, trials_other, allowed, error, delta)
         return {"class": kind, "event_probability": RARE_PROBABILITY, "excess": math.inf, "probability": detected}
-    other = probability * math.exp(-(allowed + POWER_EXCESS))
-    detected = detection_probability(probability, trials, other, trials_other, allowed, error)
-    return {"class": kind, "event_probability": probability, "excess": POWER_EXCESS, "probability": detected}
+    if delta:
+        excess = hockey_excess(delta)
+        probability = max(probability, delta + excess)
+        other = (probability - delta - excess) / math.exp(allowed)
+    else:
+        excess = POWER_EXCESS
+        other = probability * math.exp(-(allowed + POWER_EXCESS))
+    detected = detection_probability(probability, trials, other, trials_other, allowed, error, delta)
+    return {"class": kind, "event_probability": probability, "excess": excess, "probability": detected}
+
+
+def hockey_excess(delta: float) -> float:
+    """The stated violation of an (E, delta) audit exceeds ``delta`` by ``delta``: a hockey-stick difference
+    ``P(S|x) - e^E P(S|x')`` of twice ``delta``."""
+    return delta
+
+
+def detectable_leak(trials: int, trials_other: int, allowed: float, delta: float, error: float,
+                    power: float = POWER) -> float:
+    """Smallest ``h`` such that an event x' never produces, of probability ``delta + h`` under x, is detected
+    with ``power`` by the (E, delta) test — the power statement of an (E, delta) audit per tested pair.
+
+    Exact (:func:`detection_probability` at ``P(S|x') = 0``, increasing in ``h``), by bisection to
+    1e-6; ``inf`` when even ``h = 1 - delta`` is missed.
+    """
+    def detected(h: float) -> float:
+        return detection_probability(delta + h, trials, 0.0, trials_other, allowed, error, delta)
+
+    low, high = 0.0, 1.0 - delta
+    if detected(high) < power:
+        return math.inf
+    while high - low > 1e-6:
+        middle = (low + high) / 2
+        low, high = (middle, high) if detected(middle) < power else (low, middle)
+    return high

@@ -17,7 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from designer.audit.sources import PythonSampler, as_report_array, call_user, check_timeout, load_callable
+from designer.audit.reports import as_report_array
+from designer.audit.sources import PythonSampler, check_timeout
+from designer.audit.usercode import call_user, load_callable
 from designer.audit.worker import Worker
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
 
@@ -45,20 +47,24 @@ class _RoundsCall:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "function": None}
 
-    def __call__(self, x: int, n: int, rng: np.random.Generator):
+    def __call__(self, x: int | tuple, n: int, rng: np.random.Generator):
+        """``n`` users of input ``x``; or, ``x`` a tuple of inputs (the state probe), one user of each."""
         if self.function is None:
             self.function = load_callable(self.spec, "client factory")
-        where = f"the client factory (input {x})"
-        users = []
-        for _ in range(n):
-            client = call_user(self.function, where, rng, **self.arguments)
-            if not callable(client):
-                raise ValueError(f"{where} returned {type(client).__name__}, not a client: with --rounds the sampler "
-                                 "is a factory f(rng, **args) returning client(x) -> report")
-            users.append(joint_report([call_user(client, f"a client (input {x})", x) for _ in range(self.rounds)]))
-        reports = as_report_array(users, n, where)
+        inputs = x if isinstance(x, tuple) else (x,) * n
+        where = "the client factory" + ("" if isinstance(x, tuple) else f" (input {x})")
+        reports = as_report_array([self._user(value, rng) for value in inputs], len(inputs), where)
         spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", None)
         return reports, rng.bit_generator.state, spawned
+
+    def _user(self, x: int, rng: np.random.Generator) -> tuple:
+        """One user of input ``x``: a fresh client asked :attr:`rounds` times, its joint report."""
+        where = f"the client factory (input {x})"
+        client = call_user(self.function, where, rng, **self.arguments)
+        if not callable(client):
+            raise ValueError(f"{where} returned {type(client).__name__}, not a client: with --rounds the sampler "
+                             "is a factory f(rng, **args) returning client(x) -> report")
+        return joint_report([call_user(client, f"a client (input {x})", x) for _ in range(self.rounds)])
 
 
 def joint_report(reports: list) -> tuple:

@@ -19,8 +19,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from designer.audit.collect import Budget, budget_memory, collect_reports
-from designer.audit.sources import ReportSource, concatenate_reports
+from designer.audit.collect import Budget, ReportMemory, budget_memory, collect_reports
+from designer.audit.reports import concatenate_reports, unify_reports
+from designer.audit.sources import ReportSource
 from designer.audit.verdict import AuditResult, audit_reports
 from designer.spec import PrivacyMatrix
 
@@ -36,7 +37,7 @@ def check_looks(looks: tuple[float, ...]) -> None:
 
 def sequential_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budget, rng: np.random.Generator,
                      looks: tuple[float, ...] = DEFAULT_LOOKS, confidence: float = 0.95, progress=None,
-                     **options) -> AuditResult:
+                     memory: ReportMemory | None = None, **options) -> AuditResult:
     """Audit ``source`` at each look of ``looks`` with error ``(1 - confidence) / len(looks)``; stop at a violation.
 
     Parameters
@@ -53,6 +54,8 @@ def sequential_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budge
         at most ``1 - confidence``.
     progress : callable, optional
         Called with the fraction of the budget drawn (0..1).
+    memory : ReportMemory, optional
+        The memory of a larger budget this audit is part of (default: ``budget``'s).
     **options
         Passed to :func:`~designer.audit.verdict.audit_reports`.
 
@@ -69,7 +72,7 @@ def sequential_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budge
     error = (1 - confidence) / len(looks)
     reports: dict[int, np.ndarray] = {}
     record, drawn = [], 0
-    memory = budget_memory(budget, k)  # every look's batches are checked against the whole budget
+    memory = memory or budget_memory(budget, k)  # every look's batches are checked against the whole budget
     for share in looks:
         target = max(2, round(share * total))
         if target > drawn:
@@ -77,8 +80,8 @@ def sequential_audit(source: ReportSource, privacy: PrivacyMatrix, budget: Budge
             more = collect_reports(source, k, Budget(target - drawn, max_memory=budget.max_memory), rng,
                                    lambda fraction: report((start + fraction * (target - start)) / total),
                                    memory=memory)
-            reports = {x: concatenate_reports([reports[x], more[x]], f"input {x}") if x in reports else more[x]
-                       for x in more}
+            reports = unify_reports({x: concatenate_reports([reports[x], more[x]], f"input {x}", source.separator)
+                                     if x in reports else more[x] for x in more}, separator=source.separator)
             drawn = target
         result = audit_reports(reports, privacy, confidence=1 - error, rng=rng, **options)
         record.append({"share": share, "reports_per_input": drawn, "error": error, "verdict": result.verdict})

@@ -1,6 +1,7 @@
-"""Where the audited reports come from, and how they become arrays.
+"""Where the audited reports come from.
 
-Three sources, each turning "draw n reports of input x" into a report array:
+Three sources, each turning "draw n reports of input x" into a report array
+(:mod:`designer.audit.reports`):
 
 * :class:`PythonSampler` — a callable ``sampler(x, n, rng, **arguments)``
   named ``module:function`` (or ``path/to/file.py:function``), run in a worker
@@ -10,23 +11,18 @@ Three sources, each turning "draw n reports of input x" into a report array:
   environment variable :data:`SEED_VARIABLE`);
 * :class:`ReportFile` — a fixed file of ``input,report`` lines.
 
-Reports may be integers, floats, strings, or vectors/tuples (unary-encoding bit
-vectors, OLH ``(value, seed)`` pairs, Laplace histograms). :func:`as_report_array`
-turns them into a 1-D array (scalar reports) or a 2-D numeric array (one row
-per vector report); scalars that include text become text (the alphabet is
-the set of distinct values as text). Missing reports, NaN and vectors of
-different lengths are refused, naming the input and the report.
+The lines of a program or a file are read as their bytes, or by a declared
+parser (:mod:`designer.audit.lines`). A source that draws can also answer a
+*sequence* of inputs, one call (one user) each, in the order given
+(:meth:`ReportSource.draw_sequence`): the state probe (:mod:`designer.audit.probe`)
+interleaves inputs to see whether a report depends on the calls before it.
 """
 
 from __future__ import annotations
 
-import ast
-import importlib
-import importlib.util
 import math
 import os
 import shlex
-import signal
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -34,9 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from designer.audit.lines import make_reader, split_lines
+from designer.audit.reports import as_report_array, as_text, unify_reports
+from designer.audit.usercode import call_user, load_callable
 from designer.audit.worker import Worker, WorkerTimeout
 from designer.defaults import AUDIT_COMMAND_TIMEOUT
-from designer.errors import one_line
 
 #: The command source's batch seed (an integer) is passed in this environment variable.
 SEED_VARIABLE = "LDP_AUDIT_SEED"
@@ -45,17 +43,31 @@ DEFAULT_TIMEOUT = AUDIT_COMMAND_TIMEOUT
 
 
 class ReportSource(ABC):
-    """Draws reports of one input at a time."""
+    """Draws reports of one input at a time, or of a sequence of inputs one call each."""
 
     description: str = "reports"
+    #: The separator of vector reports read from lines (None: no lines, or scalars).
+    separator: str | None = None
 
     @abstractmethod
     def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
-        """``n`` reports of input ``x`` as an array (see :func:`as_report_array`).
+        """``n`` reports of input ``x`` as an array (see :func:`~designer.audit.reports.as_report_array`).
 
         ``timeout``: seconds the call may take (at most the source's own ``--timeout``;
         a call that does not answer in time is stopped and is bad input).
         """
+
+    @abstractmethod
+    def draw_sequence(self, inputs: np.ndarray, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        """One report of each of ``inputs``, in that order, each from its own call (one user a call)."""
+
+    def as_text(self, array: np.ndarray) -> np.ndarray:
+        """Reports as text, as this source wrote them (:func:`~designer.audit.reports.as_text`)."""
+        return as_text(array, self.separator)
+
+    def reading(self) -> dict | None:
+        """How lines were read (:mod:`designer.audit.lines`); None for a Python sampler."""
+        return None
 
     def close(self) -> None:
         """Release what the source holds (a worker process); a source holding nothing has nothing to do."""
@@ -65,236 +77,6 @@ class ReportSource(ABC):
 
     def __exit__(self, *exception) -> None:
         self.close()
-
-
-def parse_arguments(pairs: list[str] | None) -> dict:
-    """``["eps=1", "protocol=OUE"]`` -> ``{"eps": 1, "protocol": "OUE"}`` (Python literals, else text)."""
-    arguments = {}
-    for pair in pairs or []:
-        key, separator, text = pair.partition("=")
-        key = key.strip()
-        if not separator or not key.isidentifier():
-            raise ValueError(f"--arg {pair!r}: expected key=value with a Python identifier as key")
-        try:
-            arguments[key] = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            arguments[key] = text.strip()
-    return arguments
-
-
-def load_callable(spec: str, what: str = "sampler") -> Callable:
-    """The function named ``module:function`` or ``path/to/file.py:function``."""
-    module_name, separator, function_name = spec.rpartition(":")
-    if not separator or not module_name or not function_name:
-        raise ValueError(f"{what} {spec!r}: expected module:function or path/to/file.py:function")
-    try:
-        if module_name.endswith(".py"):
-            path = Path(module_name)
-            if not path.is_file():
-                raise ValueError(f"{what} {spec!r}: no file {module_name}")
-            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(loader_spec)
-            loader_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except (ValueError, KeyboardInterrupt):
-        raise
-    except BaseException as error:  # the module's own code may raise anything, even SystemExit
-        raise ValueError(f"{what} {spec!r}: cannot import {module_name}: {one_line(error)}") from None
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise ValueError(f"{what} {spec!r}: {module_name} has no function {function_name!r}")
-    return function
-
-
-def call_user(function: Callable, where: str, *arguments, **keywords):
-    """Call user code; its exceptions and exits become one-line ``ValueError`` (Ctrl-C still interrupts).
-
-    A ``sys.exit(0)`` inside a sampler must not end the audit as "no violation
-    found", nor ``sys.exit(1)`` as "violated": both are bad input. A ``KeyboardInterrupt``
-    raised by the code itself in the worker process (which ignores SIGINT, so no Ctrl-C
-    can cause it) is bad input too; in the main process it stops the audit like Ctrl-C.
-    """
-    try:
-        return function(*arguments, **keywords)
-    except SystemExit as error:
-        raise ValueError(f"{where} called sys.exit({error.code!r}) instead of returning") from None
-    except KeyboardInterrupt as error:
-        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a real Ctrl-C may have raised it: stop
-            raise
-        # the worker process ignores SIGINT (designer.audit.worker): the code raised it itself
-        raise ValueError(f"{where} raised KeyboardInterrupt{': ' + one_line(error) if str(error) else ''} "
-                         "(not a Ctrl-C: the code raised it itself)") from None
-    except Exception as error:
-        raise ValueError(f"{where} raised {type(error).__name__}: {one_line(error)}") from None
-
-
-def as_report_array(raw, n: int, where: str) -> np.ndarray:
-    """Check that ``raw`` holds ``n`` well-formed reports and return them as an array.
-
-    Numeric scalars give a 1-D numeric array; equal-length numeric vectors a
-    2-D ``(n, d)`` array; scalars that include text a 1-D object array of text
-    (every value as text: ``0, 1, "debug"`` is the alphabet ``"0", "1", "debug"``).
-    A missing report (``None``), a NaN, vectors of different lengths, or
-    vectors mixed with scalars are refused naming ``where`` and the report.
-    """
-    if isinstance(raw, (str, bytes)) or not hasattr(raw, "__len__"):
-        raise ValueError(f"{where} returned {type(raw).__name__}, expected a sequence of {n} reports")
-    if len(raw) != n:
-        raise ValueError(f"{where} returned {len(raw)} reports for n = {n}")
-    if isinstance(raw, list) and raw and all(isinstance(report, np.ndarray) and report.dtype.kind in "iuf"
-                                             and report.shape == raw[0].shape for report in raw):
-        raw = np.stack(raw)  # vectors from a numpy client: one copy, no per-value check
-    if isinstance(raw, np.ndarray) and raw.dtype != object:
-        array = raw.reshape(n, -1) if raw.ndim > 1 else raw
-        if array.dtype.kind in "US":
-            return as_text(array)
-        if array.dtype.kind == "b":
-            array = array.astype(np.int8)
-        if array.dtype.kind not in "iuf":
-            raise ValueError(f"{where} returned reports of type {array.dtype}, expected numbers, text or vectors")
-        _refuse_nan(array, where)
-        return compact_integers(array)
-    items = [_plain(report) for report in raw]
-    vectors = [index for index, report in enumerate(items) if isinstance(report, tuple)]
-    for index, report in enumerate(items):
-        if report is None:
-            raise ValueError(f"{where}: report {index} is missing (None)")
-        if isinstance(report, float) and math.isnan(report):
-            raise ValueError(f"{where}: report {index} is NaN")
-    if vectors:
-        if len(vectors) < n:
-            scalar = next(index for index, report in enumerate(items) if not isinstance(report, tuple))
-            raise ValueError(f"{where}: report {scalar} is a scalar but report {vectors[0]} is a vector")
-        return _vectors(items, where)
-    if any(isinstance(report, str) for report in items):
-        return as_text(np.array(items, dtype=object))
-    array = np.asarray(items)
-    if array.dtype == object:  # integers beyond 64 bits, or other hashable values: kept as they are
-        return np.array(items, dtype=object)
-    return compact_integers(array)
-
-
-def compact_integers(array: np.ndarray) -> np.ndarray:
-    """Integer reports in the smallest signed type that holds them (bit vectors: one byte a coordinate).
-
-    Float vectors are converted only when every value is a small integer (|v| < 128, no -0.0): the
-    map is then one to one on the values present, so no event is lost (float scalars are kept: they
-    may meet text reports, where ``0.0`` and ``0`` differ). 16 million 16-bit unary-encoding
-    reports take 256 MB instead of 2 GB.
-    """
-    if array.dtype.kind == "f" and array.ndim == 2 and array.size:
-        small = np.abs(array) < 128
-        if small.all() and np.all(array == np.round(array)) and not np.any(np.signbit(array) & (array == 0)):
-            return array.astype(np.int8)
-        return array
-    if array.dtype.kind not in "iu" or array.size == 0 or array.dtype.itemsize == 1:
-        return array
-    low, high = int(array.min()), int(array.max())
-    for kind in (np.int8, np.int16, np.int32):
-        if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
-            return array.astype(kind) if np.dtype(kind).itemsize < array.dtype.itemsize else array
-    return array
-
-
-def _plain(report):
-    """A report as a Python scalar, text, or a tuple of plain values."""
-    if isinstance(report, np.ndarray):
-        return tuple(_plain(value) for value in report.ravel().tolist())
-    if isinstance(report, np.generic):
-        return report.item()
-    if isinstance(report, (list, tuple)):
-        return tuple(_plain(value) for value in report)
-    if isinstance(report, bool):
-        return int(report)
-    return report
-
-
-def _vectors(items: list[tuple], where: str) -> np.ndarray:
-    """Equal-length vectors of numbers as a 2-D array (the first report of another length is named)."""
-    length = len(items[0])
-    for index, report in enumerate(items):
-        if len(report) != length:
-            raise ValueError(f"{where}: report {index} has {len(report)} coordinates, report 0 has {length}")
-        for value in report:
-            if value is None or isinstance(value, (str, tuple)) or not isinstance(value, (int, float)):
-                raise ValueError(f"{where}: report {index} has a coordinate {value!r} that is not a number")
-            if isinstance(value, float) and math.isnan(value):
-                raise ValueError(f"{where}: report {index} has a NaN coordinate")
-    try:
-        integers = all(isinstance(v, int) for r in items for v in r)
-        return compact_integers(np.asarray(items, dtype=np.int64 if integers else float))
-    except OverflowError:  # integers beyond 64 bits (a long hash): exact, as Python integers
-        return np.array(items, dtype=object).reshape(len(items), length)
-
-
-def _refuse_nan(array: np.ndarray, where: str) -> None:
-    if array.dtype.kind == "f":
-        bad = np.flatnonzero(np.isnan(array).reshape(len(array), -1).any(axis=1))
-        if bad.size:
-            raise ValueError(f"{where}: report {int(bad[0])} is NaN")
-
-
-def as_text(array: np.ndarray) -> np.ndarray:
-    """Scalar reports as a 1-D object array of ``str`` (the alphabet of mixed reports is their text)."""
-    if array.ndim != 1:
-        raise ValueError("text reports must be scalars, not vectors")
-    text = np.empty(len(array), dtype=object)
-    text[:] = [str(value) for value in array.tolist()]
-    return text
-
-
-def unify_reports(reports: dict[int, np.ndarray], label: str = "input") -> dict[int, np.ndarray]:
-    """Reports of all inputs in one representation: text everywhere as soon as one input has text.
-
-    Vector reports must have the same length for every input (the first input
-    of another length is named).
-    """
-    arrays = {x: values if isinstance(values, np.ndarray) else as_report_array(values, len(values), f"{label} {x}")
-              for x, values in reports.items()}
-    shapes = {x: values.shape[1:] for x, values in arrays.items()}
-    first = next(iter(shapes.values()), ())
-    for x, shape in shapes.items():
-        if shape != first:
-            def describe(s):
-                return f"vectors of {s[0]} coordinates" if s else "scalars"
-
-            raise ValueError(f"reports of {label} {x} are {describe(shape)}, those of {label} "
-                             f"{next(iter(shapes))} are {describe(first)}")
-    if any(is_text(values) for values in arrays.values()):
-        return {x: values if is_text(values) else as_text(values) for x, values in arrays.items()}
-    return arrays
-
-
-def is_text(values: np.ndarray) -> bool:
-    return values.dtype == object and values.ndim == 1 and len(values) > 0 and isinstance(values[0], str)
-
-
-def concatenate_reports(parts: list[np.ndarray], where: str) -> np.ndarray:
-    """Join report arrays of successive batches (vectors must keep their length; text makes all text)."""
-    if not parts:
-        return np.empty(0)
-    try:
-        unified = unify_reports(dict(enumerate(parts)), "batch")
-    except ValueError as error:
-        raise ValueError(f"{where}: {error}") from None
-    return np.concatenate(list(unified.values()))
-
-
-def parse_report(text: str):
-    """A report written as text: an integer, a float, a tuple (``0,1,1`` or ``0 1 1``) or the text itself."""
-    text = text.strip()
-    for parse in (int, float):
-        try:
-            return parse(text)
-        except ValueError:
-            pass
-    parts = text.replace(",", " ").split()
-    if len(parts) > 1:
-        values = [parse_report(part) for part in parts]
-        if all(isinstance(value, (int, float)) for value in values):
-            return tuple(values)
-    return text
 
 
 class PythonSampler(ReportSource):
@@ -323,10 +105,18 @@ class PythonSampler(ReportSource):
         except WorkerTimeout:
             raise ValueError(f"{where} did not return {n} reports within {timeout:.3g} s (--timeout, or the rest "
                              "of --seconds)") from None
-        rng.bit_generator.state = state
-        if spawned is not None:  # children the sampler spawned (rng.spawn) are spawned here too: the next differ
-            seed_sequence = rng.bit_generator.seed_seq
-            seed_sequence.spawn(spawned - seed_sequence.n_children_spawned)
+        _take_back(rng, state, spawned)
+        return reports
+
+    def draw_sequence(self, inputs: np.ndarray, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        timeout = self.timeout if timeout is None else min(timeout, self.timeout)
+        where = f"the sampler (a sequence of {len(inputs)} calls of one report)"
+        try:
+            reports, state, spawned = self.worker.call((tuple(int(x) for x in inputs), 1, rng), timeout, where)
+        except WorkerTimeout:
+            raise ValueError(f"{where} did not return within {timeout:.3g} s (--timeout, or the rest of "
+                             "--seconds)") from None
+        _take_back(rng, state, spawned)
         return reports
 
     def __enter__(self) -> PythonSampler:
@@ -340,9 +130,19 @@ class PythonSampler(ReportSource):
         self.worker.stop()
 
 
+def _take_back(rng: np.random.Generator, state: dict, spawned: int | None) -> None:
+    """The generator's state after a call in the worker, and the children its seed sequence spawned there
+    (``rng.spawn``: spawned here too, so that the next ones differ)."""
+    rng.bit_generator.state = state
+    if spawned is not None:
+        seed_sequence = rng.bit_generator.seed_seq
+        seed_sequence.spawn(spawned - seed_sequence.n_children_spawned)
+
+
 class _SamplerCall:
-    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x``, then the generator's state and the
-    children its seed sequence has spawned (``rng.spawn``) after them."""
+    """The worker's side of :class:`PythonSampler`: ``n`` reports of ``x`` (or, ``x`` a tuple of inputs, one
+    report of each, a call each), then the generator's state and the children its seed sequence has spawned
+    (``rng.spawn``) after them."""
 
     def __init__(self, spec: str, arguments: dict, function: Callable):
         self.spec, self.arguments, self.function = spec, arguments, function
@@ -350,13 +150,26 @@ class _SamplerCall:
     def __getstate__(self) -> dict:  # spawned workers load the function again (one from a file cannot be pickled)
         return {**self.__dict__, "function": None}
 
-    def __call__(self, x: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict, int | None]:
+    def __call__(self, x: int | tuple, n: int, rng: np.random.Generator) -> tuple[np.ndarray, dict, int | None]:
         if self.function is None:
             self.function = load_callable(self.spec)
-        where = f"the sampler (input {x})"
-        reports = as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where)
+        if isinstance(x, tuple):
+            reports = as_report_array([self._one(value, rng) for value in x], len(x), "the sampler's sequence")
+        else:
+            reports = self._draw(x, n, rng)
         spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", None)  # None: a seedless sequence
         return reports, rng.bit_generator.state, spawned
+
+    def _draw(self, x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        where = f"the sampler (input {x})"
+        return as_report_array(call_user(self.function, where, x, n, rng, **self.arguments), n, where)
+
+    def _one(self, x: int, rng: np.random.Generator):
+        """The one report of a call ``sampler(x, 1, rng)`` (checked as a sequence of one report)."""
+        raw = call_user(self.function, f"the sampler (input {x})", x, 1, rng, **self.arguments)
+        if isinstance(raw, (str, bytes)) or not hasattr(raw, "__len__") or len(raw) != 1:
+            as_report_array(raw, 1, f"the sampler (input {x})")  # raises, naming what is wrong
+        return raw[0]
 
 
 def check_timeout(timeout: float) -> None:
@@ -366,79 +179,113 @@ def check_timeout(timeout: float) -> None:
 
 
 class CommandSampler(ReportSource):
-    """A program reading inputs on stdin (one per line) and writing one report per line."""
+    """A program reading inputs on stdin (one per line) and writing one report per line.
 
-    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT):
+    Its lines are read by ``reader`` (:func:`~designer.audit.lines.make_reader` of ``--parser``): as their
+    bytes by default. The reader keeps what it learnt (the vectors' separator, the respellings seen) across
+    calls, so a source asked again and again reads every answer alike.
+    """
+
+    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT, parser: str | None = None):
         self.arguments = shlex.split(command)
         if not self.arguments:
             raise ValueError("--command is empty")
         check_timeout(timeout)
         self.description = command
         self.timeout = timeout
+        self.reader = make_reader(parser)
+
+    @property
+    def separator(self) -> str | None:
+        return self.reader.separator
+
+    def as_text(self, array: np.ndarray) -> np.ndarray:
+        return self.reader.as_text(array)
+
+    def reading(self) -> dict:
+        return self.reader.describe()
 
     def draw(self, x: int, n: int, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        return self._run(f"{x}\n" * n, n, x, f"command {self.description!r} (input {x})", timeout, rng)
+
+    def draw_sequence(self, inputs: np.ndarray, rng: np.random.Generator, timeout: float | None = None) -> np.ndarray:
+        where = f"command {self.description!r} (a sequence of {len(inputs)} inputs)"
+        return self._run("".join(f"{int(x)}\n" for x in inputs), len(inputs), -1, where, timeout, rng)
+
+    def _run(self, stdin: str, n: int, x: int, where: str, timeout: float | None,
+             rng: np.random.Generator) -> np.ndarray:
+        """One run of the program on ``stdin`` (``n`` lines), its ``n`` report lines read (``x``: their input,
+        -1 for a sequence)."""
         timeout = self.timeout if timeout is None else min(timeout, self.timeout)
         environment = dict(os.environ, **{SEED_VARIABLE: str(int(rng.integers(2**63 - 1)))})
-        where = f"command {self.description!r} (input {x})"
         try:
-            finished = subprocess.run(
-                self.arguments,
-                input=f"{x}\n" * n,
-                capture_output=True,
-                text=True,
-                env=environment,
-                timeout=timeout,
-                check=False,
-            )
+            finished = subprocess.run(self.arguments, input=stdin.encode(), capture_output=True, env=environment,
+                                      timeout=timeout, check=False)
         except FileNotFoundError:
             raise ValueError(f"command {self.arguments[0]!r} not found") from None
         except subprocess.TimeoutExpired:
             raise ValueError(f"{where} did not answer {n} inputs within {timeout:.3g} s (--timeout, or the rest "
                              "of --seconds)") from None
         if finished.returncode != 0:
-            message = finished.stderr.strip().splitlines()
+            message = finished.stderr.decode(errors="replace").strip().splitlines()
             detail = f": {message[-1]}" if message else ""
             raise ValueError(f"{where} exited with status {finished.returncode}{detail}")
-        lines = [line for line in finished.stdout.splitlines() if line.strip()]
-        return as_report_array([parse_report(line) for line in lines], n, where)
+        lines = split_lines(finished.stdout)
+        if len(lines) != n:
+            raise ValueError(f"{where} wrote {len(lines)} lines for {n} inputs (one report a line, every line a "
+                             "report)")
+        return self.reader.read(lines, x, where)
 
 
 class ReportFile:
-    """Fixed reports from a file of ``input,report`` lines (``#`` comments, an optional header).
+    """Fixed reports from a file of ``input,report`` lines (``#`` comments, blank lines, an optional header).
 
-    The report is everything after the first comma, parsed by :func:`parse_report`.
+    The report is everything after the first comma up to the end of the line, read by ``reader`` (as its
+    bytes by default; a ``\r`` that ends every line, a Windows file's, is dropped: it tells nothing).
     """
 
-    def __init__(self, path: str | Path, k: int):
+    separator = None
+
+    def __init__(self, path: str | Path, k: int, parser: str | None = None):
         self.path = Path(path)
         self.description = str(path)
-        grouped: dict[int, list] = {x: [] for x in range(k)}
+        self.reader = make_reader(parser)
         if not self.path.is_file():
             raise ValueError(f"--reports {path}: no such file")
-        with open(self.path, encoding="utf-8") as handle:
-            seen_data = False
-            for number, line in enumerate(handle, start=1):
-                stripped = line.strip()
-                if not stripped or stripped.startswith("#"):
-                    continue
-                head, separator, rest = stripped.partition(",")
-                try:
-                    x = int(head)
-                except ValueError:
-                    if not seen_data:  # a header line
-                        seen_data = True
-                        continue
-                    raise ValueError(f"{path}: line {number}: input {head!r} is not an integer") from None
-                seen_data = True
-                if not separator or not rest.strip():
-                    raise ValueError(f"{path}: line {number}: expected input,report")
-                if not 0 <= x < k:
-                    raise ValueError(f"{path}: line {number}: input {x} outside 0..{k - 1} (E is {k} x {k})")
-                grouped[x].append(parse_report(rest))
+        grouped = self._lines(k)
         missing = [x for x, reports in grouped.items() if not reports]
         if len(missing) == k:
             raise ValueError(f"{path}: no input,report lines")
-        self.reports = unify_reports({
-            x: as_report_array(reports, len(reports), f"{path} (input {x})") for x, reports in grouped.items() if reports
-        })
+        self.reports = unify_reports({x: self.reader.read(lines, x, f"{path} (input {x})")
+                                      for x, lines in grouped.items() if lines}, separator=self.reader.separator)
+        self.separator = self.reader.separator
         self.missing = missing
+
+    def reading(self) -> dict:
+        return self.reader.describe()
+
+    def _lines(self, k: int) -> dict[int, list[str]]:
+        """Every input's report lines (numbered errors for a malformed line)."""
+        grouped: dict[int, list[str]] = {x: [] for x in range(k)}
+        rows = split_lines(self.path.read_bytes())
+        data = [(number, line) for number, line in enumerate(rows, start=1)
+                if line.strip() and not line.lstrip().startswith("#")]
+        carriage = bool(data) and all(line.endswith("\r") for _, line in data)
+        seen_data = False
+        for number, line in data:
+            line = line[:-1] if carriage else line
+            head, separator, rest = line.partition(",")
+            try:
+                x = int(head)
+            except ValueError:
+                if not seen_data:  # a header line
+                    seen_data = True
+                    continue
+                raise ValueError(f"{self.path}: line {number}: input {head!r} is not an integer") from None
+            seen_data = True
+            if not separator or not rest:
+                raise ValueError(f"{self.path}: line {number}: expected input,report")
+            if not 0 <= x < k:
+                raise ValueError(f"{self.path}: line {number}: input {x} outside 0..{k - 1} (E is {k} x {k})")
+            grouped[x].append(rest)
+        return grouped

@@ -32,8 +32,9 @@ import numpy as np
 
 from designer.audit.attacks import default_attacks, learned_space
 from designer.audit.events import EitherSpace, EventSpace, OutputSpace, choose_space
-from designer.audit.power import POWER, POWER_EXCESS, class_power, detectable_excess
-from designer.audit.sources import as_text, is_text, unify_reports
+from designer.audit.lines import canonical_number
+from designer.audit.power import POWER, POWER_EXCESS, class_power, detectable_excess, detectable_leak
+from designer.audit.reports import as_text, is_text, unify_reports
 from designer.audit.statistics import (
     bonferroni_rejections,
     excess_p_value,
@@ -134,7 +135,9 @@ class AuditResult:
         ``delta`` such that a log-ratio ``E + delta`` on an event of the kind and
         probability under x of that pair's witness, if chosen as the event, would
         have been detected with probability :data:`~designer.audit.power.POWER`
-        (normal approximation).
+        (normal approximation); in an (E, delta) audit, the smallest ``h`` such that
+        an event x' never produces, of probability ``delta + h`` under x, would have been
+        (exact, :func:`~designer.audit.power.detectable_leak`).
         It says nothing of events the attacks cannot express.
     lower_bounds : ndarray (k, k)
         The empirical E matrix (:func:`lower_bound_matrix`): simultaneous lower
@@ -145,6 +148,10 @@ class AuditResult:
     encoded : dict input -> output indices of all its reports (when ``outputs`` is set)
     looks : list of dict, optional
         Early stopping (:func:`designer.audit.sequential.sequential_audit`): the looks made.
+    probe : ProbeResult, optional
+        The state probe (:mod:`designer.audit.probe`); its violation makes the verdict ``violated`` too.
+    timing : TimePlan, optional
+        How a time budget was spent (:mod:`designer.audit.timing`).
     """
 
     verdict: str
@@ -162,6 +169,8 @@ class AuditResult:
     outputs: OutputSpace | None = field(repr=False, default=None)
     looks: list[dict] | None = None
     encoded: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
+    probe: object | None = None
+    timing: object | None = None
 
     @property
     def violated(self) -> bool:
@@ -219,6 +228,8 @@ class AuditResult:
             "violations": [pair for pair in pairs if pair["violated"]],
             "pairs": pairs,
             **({} if self.looks is None else {"looks": self.looks}),
+            "probe": None if self.probe is None else self.probe.to_dict(),
+            **({} if self.timing is None else {"time_budget": self.timing.to_dict()}),
         }
 
 
@@ -346,14 +357,15 @@ def audit_reports(
     rejected = reject(p_values, 1 - confidence)
 
     excesses = [
+        detectable_leak(int(trials_x[i]), int(trials_other[i]), float(limits[i]), delta, error) if delta else
         detectable_excess(counts_x[i] / trials_x[i], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error)
         for i in range(len(order))
     ]
     rare = output_component(space) is not None
     # power is never shown next to a violation, so it is not computed then
-    powers = [() if delta or rejected.any() else class_powers(
+    powers = [() if rejected.any() else class_powers(
         events[pair], encoded_test[pair[0]], int(trials_x[i]), int(trials_other[i]), float(limits[i]), error,
-        len(train[pair[0]]), rare) for i, pair in enumerate(order)]
+        len(train[pair[0]]), rare, delta) for i, pair in enumerate(order)]
     pairs = [
         PairResult(
             x=int(x), x_prime=int(x_prime), allowed=float(limits[i]), event=events[x, x_prime].description,
@@ -431,13 +443,14 @@ def typical_allowed(allowed: np.ndarray, pairs: list) -> float:
 
 
 def class_powers(event, encoded_x, trials_x: int, trials_other: int, allowed: float, error: float, training: int,
-                 rare: bool) -> tuple[dict, ...]:
+                 rare: bool, delta: float = 0.0) -> tuple[dict, ...]:
     """Per attack class, :func:`~designer.audit.power.class_power` on one tested pair.
 
     Each class's own witness (``event.alternatives``: the fixed event families,
     the learned classifiers) gives the event probability under x (its fresh
     frequency; a class whose witness was never or always seen has no figure).
-    ``rare`` adds the rare-output class (a finite output space).
+    ``rare`` adds the rare-output class (a finite output space; not in an (E, delta) audit, which allows
+    outputs rarer than delta). ``delta``: the statements of an (E, delta) audit (a hockey-stick difference).
     """
     best: dict[str, dict] = {}
     for kind, alternative in event.alternatives or ((event.attack, event),):
@@ -445,11 +458,12 @@ def class_powers(event, encoded_x, trials_x: int, trials_other: int, allowed: fl
         count = alternative.count(encoded_x)
         if not 0 < count < trials_x:
             continue
-        power = class_power(label, count / trials_x, trials_x, trials_other, allowed, error)
+        power = class_power(label, count / trials_x, trials_x, trials_other, allowed, error, delta=delta)
         if label not in best or power["probability"] > best[label]["probability"]:
             best[label] = power
-    if rare:
-        best["rare outputs"] = class_power("rare outputs", 0.0, trials_x, trials_other, allowed, error, training)
+    if rare and not delta:  # an (E, delta) audit allows outputs rarer than delta
+        best["rare outputs"] = class_power("rare outputs", 0.0, trials_x, trials_other, allowed, error, training,
+                                           delta)
     return tuple(best.values())
 
 
@@ -502,8 +516,9 @@ def _second_stage(draw: Callable, order: list, train: dict, space: EventSpace) -
         if text and not is_text(values):
             values = as_text(values)
         elif not text and is_text(values):
-            raise ValueError(f"input {x}: text reports appeared after a pilot of numbers only; audit without "
-                             "--adaptive or with a larger pilot (--train-fraction)")
+            example = next((value for value in values if canonical_number(value) is None), values[0])
+            raise ValueError(f"input {x}: text reports (such as {example!r}) appeared after a pilot of numbers "
+                             "only; audit with --fixed-split or a larger pilot (--train-fraction)")
         drawn[x] = values
     return drawn
 

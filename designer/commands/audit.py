@@ -46,6 +46,7 @@ def audit_command(
     arguments: list[str] = typer.Option(None, "--arg", help="key=value passed to the sampler and the support function (repeatable)."),
     command: str = typer.Option(None, "--command", help="A program: reads one input per line on stdin, writes one report per line."),
     reports_file: Path = typer.Option(None, "--reports", help="A file of input,report lines."),
+    parser: str = typer.Option(None, "--parser", help="Read --command/--reports lines by 'numbers' or module:function (the audit then audits the parsed values; default: the bytes)."),
     support: str = typer.Option(None, "--support", help="Support function module:function, f(reports, z, **args) -> bools (hashed reports)."),
     attacks: str = typer.Option(None, "--attacks", help=f"Learned attacks: logistic,boosted or none (default: both up to {AUDIT_BOOSTED_LIMIT:,} reports, then logistic)."),
     features: str = typer.Option(None, "--features", help="User features module:function, f(reports, **args) -> one row of numbers per report."),
@@ -65,6 +66,7 @@ def audit_command(
     plot: Path = typer.Option(None, "--plot", help="Save the lower-bound matrix beside the declared E (PNG, PDF, SVG)."),
     adaptive: bool = typer.Option(None, "--adaptive/--fixed-split", help="Pilot on every input (--train-fraction of the budget), the rest on the inputs of the chosen pairs (default with --sampler/--command and --reports-per-input, without --looks, --declared, --channel-out, --lower-bounds-out, --plot); --fixed-split: every input's reports split once."),
     looks: str = typer.Option(None, "--looks", help="Early stopping: audit at these shares of --reports-per-input (e.g. 0.25,0.5,1), error split equally; stop at a violation."),
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="Test for state across calls on a share of the budget (random input order; --sampler and --command)."),
     seed: int = typer.Option(None, "--seed", min=0, help="Random seed (reproducible audits)."),
     rounds: int = typer.Option(None, "--rounds", help="Longitudinal: --sampler is a client factory f(rng, **args) -> client(x); each user is one client asked this many times, E the claimed long-term level."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -77,14 +79,14 @@ def audit_command(
         ReportFile,
         audit_reports,
         close_loop,
-        collect_reports,
         estimate_channel,
         output_counts,
         parse_arguments,
     )
     from designer.audit.adaptive import choose_adaptive
     from designer.audit.events import MAX_OUTPUTS
-    from designer.audit.sources import load_callable
+    from designer.audit.run import audit_source
+    from designer.audit.usercode import load_callable
     from designer.audit.verdict import check_settings
     from designer.io import read_channel, read_privacy_matrix, write_matrix_csv
 
@@ -119,8 +121,8 @@ def audit_command(
     console = Console(stderr=True)
 
     options = dict(
-        confidence=confidence, correction=correction.value, max_pairs=max_pairs, support=support_function,
-        support_arguments=extra, alphabet=alphabet, attacks=chosen_attacks, features=features_function,
+        correction=correction.value, max_pairs=max_pairs, support=support_function, support_arguments=extra,
+        alphabet=alphabet, attacks=chosen_attacks, features=features_function,
         features_arguments=_accepted(features_function, extra), delta=delta,
     )
     adaptive = choose_adaptive(adaptive, reports_file is None, reports_per_input is not None, shares is not None,
@@ -128,37 +130,26 @@ def audit_command(
     if shares is not None and (reports_file or declared or channel_out):
         raise ValueError("--looks draws the reports in steps: it needs --sampler or --command, without "
                          "--declared or --channel-out")
+    if parser and sampler:
+        raise ValueError("--parser reads lines of text: it applies to --command and --reports, not --sampler")
     if reports_file:
         if reports_per_input is not None or seconds is not None:
             raise ValueError("--reports-per-input and --seconds apply to --sampler and --command, not --reports")
-        source = ReportFile(reports_file, k)
+        source = ReportFile(reports_file, k, parser)
         reports = source.reports
-        result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
+        result = audit_reports(reports, privacy, confidence, train_fraction=train_fraction, rng=rng, **options)
     else:
         budget = Budget(reports_per_input, seconds, max_memory * 2**30)
-        source = _source(sampler, command, extra, timeout, rounds)
+        source = _source(sampler, command, extra, timeout, rounds, parser)
         # the source first: a sampler's worker is forked before the progress bar starts its thread
         with source, Progress(
             TextColumn("drawing reports"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
             console=console, transient=True, disable=not console.is_terminal,
         ) as progress:
             task = progress.add_task("draw", total=1.0)
-            advance = lambda fraction: progress.update(task, completed=fraction)  # noqa: E731
-            if adaptive:
-                from designer.audit.adaptive import adaptive_audit
-
-                reports = {}
-                result = adaptive_audit(source, privacy, budget, rng, train_fraction, advance, **options)
-            elif shares is not None:
-                from designer.audit.sequential import sequential_audit
-
-                reports = {}
-                result = sequential_audit(source, privacy, budget, rng, shares, progress=advance,
-                                          train_fraction=train_fraction, **options)
-            else:
-                reports = collect_reports(source, k, budget, rng, advance)
-        if not adaptive and shares is None:
-            result = audit_reports(reports, privacy, train_fraction=train_fraction, rng=rng, **options)
+            result, reports = audit_source(source, privacy, budget, rng, adaptive, shares, probe, train_fraction,
+                                           confidence, lambda fraction: progress.update(task, completed=fraction),
+                                           **options)
     estimate = loop = hint = None
     if result.outputs is not None and result.outputs.n_outputs <= MAX_OUTPUTS and len(reports) == k:
         counts = output_counts(result.encoded, k, result.outputs.n_outputs)
@@ -183,7 +174,8 @@ def audit_command(
         plot_lower_bounds(result.lower_bounds, privacy.epsilon, plot, f"{source.description} against {e_file}")
     missing = getattr(source, "missing", [])  # inputs of a --reports file without reports
     if as_json:
-        payload = {"source": source.description, "E": str(e_file), "k": k, "adaptive": adaptive, **result.to_dict()}
+        payload = {"source": source.description, "E": str(e_file), "k": k, "adaptive": adaptive,
+                   "reading": source.reading(), **result.to_dict()}
         if missing:
             payload["inputs_without_reports"] = missing
         if estimate is not None:
@@ -196,22 +188,24 @@ def audit_command(
         print_json(payload)
     else:
         report(result, estimate, loop, source.description, str(e_file), declared, Console(soft_wrap=True), missing,
-                hint, adaptive)
+               hint, adaptive, source.reading())
     if result.violated:
         raise typer.Exit(VIOLATED)
     if loop is not None and not loop.closed:
         raise typer.Exit(NOT_CLOSED)
 
 
-def _source(sampler: str | None, command: str | None, arguments: dict, timeout: float, rounds: int | None):
-    """The report source of --sampler (a client factory with --rounds) or --command."""
+def _source(sampler: str | None, command: str | None, arguments: dict, timeout: float, rounds: int | None,
+            parser: str | None):
+    """The report source of --sampler (a client factory with --rounds) or --command (its lines read by
+    --parser)."""
     from designer.audit import CommandSampler, PythonSampler
 
     if rounds is not None:
         from designer.audit.rounds import RoundsSampler
 
         return RoundsSampler(sampler, arguments, rounds, timeout)
-    return PythonSampler(sampler, arguments, timeout) if sampler else CommandSampler(command, timeout)
+    return PythonSampler(sampler, arguments, timeout) if sampler else CommandSampler(command, timeout, parser)
 
 
 def parse_looks(text: str | None) -> tuple[float, ...] | None:

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 
 def report(result, estimate, loop, source: str, e_name: str, declared: Path | None, out: Console,
-            missing: list[int], hint: str | None, adaptive: bool) -> None:
+           missing: list[int], hint: str | None, adaptive: bool, reading: dict | None = None) -> None:
     import numpy as np
 
     colour = "red" if result.violated else "green"
@@ -29,6 +29,7 @@ def report(result, estimate, loop, source: str, e_name: str, declared: Path | No
         last = result.looks[-1]
         out.print(f"  early stopping: look {len(result.looks)} of the schedule at {last['share']:g} of the budget "
                   f"({last['reports_per_input']:,} reports per input), error {last['error']:.3g} per look")
+    _report_reading(reading, out)
     if missing:
         out.print(f"  note: no reports of inputs {missing[:20]}{' ...' if len(missing) > 20 else ''}: their pairs were not tested")
     for pair in result.violations[:10]:
@@ -42,6 +43,7 @@ def report(result, estimate, loop, source: str, e_name: str, declared: Path | No
         ))
     if len(result.violations) > 10:
         out.print(f"  ... and {len(result.violations) - 10} more violated pairs")
+    _report_probe(result, out)
     if not result.violated:
         best = result.best
         out.print(escape(
@@ -50,10 +52,7 @@ def report(result, estimate, loop, source: str, e_name: str, declared: Path | No
             f"{best.count_other}/{best.trials_other}"
         ))
         out.print("  no violation found is not a certificate: sampling cannot prove privacy")
-        if result.delta:
-            out.print(f"  (E, delta) audit, delta = {result.delta:g}: no power statement (it is stated for pure E-LDP)")
-        else:
-            _report_power(result, out)
+        _report_power(result, out)
     off_diagonal = result.lower_bounds[~np.eye(len(result.lower_bounds), dtype=bool)]
     if off_diagonal.size:
         out.print(
@@ -83,6 +82,55 @@ def report(result, estimate, loop, source: str, e_name: str, declared: Path | No
             out.print("  [bold green]loop closed[/]: the code matches this matrix, and this matrix is E-LDP")
 
 
+def _report_reading(reading: dict | None, out: Console) -> None:
+    """How the lines of a program or a file were read: their bytes (and the respellings seen), or a parser."""
+    if reading is None:
+        return
+    if reading["reading"] == "bytes":
+        respelled = reading["respelled"]
+        if respelled:
+            row = next(iter(respelled.values()))
+            out.print(escape(f"  reports read as their bytes: {row['reports']:,} reports are not the canonical "
+                             f"spelling of a number (e.g. {_examples(row)}): each is an output of its own, "
+                             "distinct from the number (declare --parser numbers if the collector reads them as "
+                             "numbers)"))
+        return
+    normalisations = reading["normalisations"]
+    audited = f"  reports read by --{reading['reading']}: the audit audits the parsed values, not the bytes"
+    if normalisations is None:
+        out.print(escape(f"{audited} (the parser's normalisations are its own)"))
+    elif not normalisations:
+        out.print(escape(f"{audited}; none of its normalisations changed a report"))
+    else:
+        applied = "; ".join(f"{kind}: {row['reports']:,} reports (e.g. {_examples(row)})"
+                            for kind, row in normalisations.items())
+        out.print(escape(f"{audited}; normalisations applied: {applied}"))
+
+
+def _examples(row: dict) -> str:
+    return ", ".join(repr(example["line"]) + (f" from input {example['input']}" if example["input"] is not None else "")
+                     for example in row["examples"])
+
+
+def _report_probe(result, out: Console) -> None:
+    """The state probe: its violations with their witnesses, or what it tested."""
+    probe = result.probe
+    if probe is None:
+        return
+    for name, test in probe.tests.items():
+        if test is not None and test.violated:
+            w = test.witness
+            out.print(escape(
+                f"  violated (state): the client keeps state across calls ({name}): after a call with {w['group']}, "
+                f"{w['cell']} in {w['count']}/{w['calls']} calls, against {w['count_others']}/{w['calls_others']} "
+                f"after the others; p = {test.p_value:.3g} ({test.method}): a report depends on the call before "
+                "it, so the client is no E-LDP channel"))
+    if not probe.violated:
+        tested = [f"its {name} (p = {test.p_value:.3g})" for name, test in probe.tests.items() if test is not None]
+        out.print(f"  state probe: {probe.pairs:,} pairs of calls on random inputs; no report depended on "
+                  + (" or on ".join(tested) if tested else "anything tested (too few calls)"))
+
+
 def _report_power(result, out: Console) -> None:
     """Power per tested pair, for the kind of event its attack found, and per attack class (never next to a
     violation). Each figure is conditional on the stated event being the one chosen for the pair on the
@@ -91,18 +139,27 @@ def _report_power(result, out: Console) -> None:
 
     _report_class_power(result, out)
 
-    finite = [pair for pair in result.pairs if math.isfinite(pair.detectable_excess)]
+    finite = sorted((pair for pair in result.pairs if math.isfinite(pair.detectable_excess)),
+                    key=lambda pair: pair.detectable_excess)
+    if result.delta:  # (E, delta): the smallest leak (an event x' never produces) detected, per tested pair
+        nothing = "  power, (E, delta): no tested pair would reveal an event x' never produces at this budget"
+        lead = (f"  power, (E, delta), per tested pair: an event x' never produces, of probability delta + h under x "
+                f"(delta = {result.delta:g}), if chosen as the event, would have been detected with probability "
+                f"{POWER:g} from h =")
+        tail = ""
+    else:
+        nothing = "  power: no tested pair's event would reveal a finite excess over E at this budget"
+        lead = ("  power, per tested pair, for an event of the kind its attack found (as likely under x as its "
+                "witness), if chosen as the event: an excess over E of")
+        tail = f" would have been detected with probability {POWER:g}"
     if not finite:
-        out.print("  power: no tested pair's event would reveal a finite excess over E at this budget")
+        out.print(nothing)
         return
-    finite.sort(key=lambda pair: pair.detectable_excess)
     low, high = finite[0], finite[-1]
     out.print(escape(
-        f"  power, per tested pair, for an event of the kind its attack found (as likely under x as its witness), "
-        f"if chosen as the event: an excess over E of {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to "
-        f"{high.detectable_excess:.3g} (x={high.x} x'={high.x_prime}) would have been detected with probability "
-        f"{POWER:g}; {len(result.pairs) - len(finite)} tested pairs without a finite figure; nothing is claimed for "
-        "untested pairs or for events the attacks cannot express"
+        f"{lead} {low.detectable_excess:.3g} (x={low.x} x'={low.x_prime}) to {high.detectable_excess:.3g} "
+        f"(x={high.x} x'={high.x_prime}){tail}; {len(result.pairs) - len(finite)} tested pairs without a finite "
+        "figure; nothing is claimed for untested pairs or for events the attacks cannot express"
     ))
 
 
@@ -114,8 +171,9 @@ def _report_class_power(result, out: Console) -> None:
             violation = (f"an output of probability {low['event_probability']:g} under x that x' never produces "
                          "(infinite loss; it must show in x's training reports)")
         else:
-            violation = (f"an event as likely under x as this class's witness with log P(S|x)/P(S|x') = E + "
-                         f"{row['excess']:g}")
+            violation = ("an event as likely under x as this class's witness with " + (
+                f"P(S|x) - e^E P(S|x') = delta + {row['excess']:g}" if result.delta else
+                f"log P(S|x)/P(S|x') = E + {row['excess']:g}"))
         span = (f"{low['probability']:.3g} (x={low['pair'][0]} x'={low['pair'][1]}) to {high['probability']:.3g} "
                 f"(x={high['pair'][0]} x'={high['pair'][1]}) per tested pair"
                 if f"{low['probability']:.3g}" != f"{high['probability']:.3g}" else
