@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def _validated_prior(prior, k: int) -> np.ndarray:
+def validated_prior(prior, k: int) -> np.ndarray:
+    """``prior`` as a float vector of ``k`` non-negative entries summing to 1 (within 1e-9), else ValueError."""
     prior = np.asarray(prior, dtype=float).ravel()
     if prior.shape != (k,):
         raise ValueError(f"prior must have {k} entries, got {prior.size}")
@@ -48,7 +49,7 @@ def column_information(prior, columns) -> np.ndarray:
     columns = np.asarray(columns, dtype=float)
     single = columns.ndim == 1
     columns = columns[:, None] if single else columns
-    prior = _validated_prior(prior, columns.shape[0])
+    prior = validated_prior(prior, columns.shape[0])
     weighted = prior[:, None] * columns
     output_mass = weighted.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -100,8 +101,8 @@ def column_f_divergence(first, second, columns, divergence: str = "kl") -> np.nd
     columns = np.asarray(columns, dtype=float)
     columns = columns[:, None] if columns.ndim == 1 else columns
     k = columns.shape[0]
-    first = _validated_prior(first, k)
-    second = _validated_prior(second, k)
+    first = validated_prior(first, k)
+    second = validated_prior(second, k)
     if np.any(second <= 0):
         raise ValueError("the second (reference) distribution must be positive on every symbol")
     first_mass = first @ columns

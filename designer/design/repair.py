@@ -140,11 +140,7 @@ def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
 
 # ---------------------------------------------------------------- internals
 def default_uniform(prior, k: int) -> np.ndarray:
-    if prior is None:
-        return np.full(k, 1.0 / k)
-    prior = np.asarray(prior, dtype=float).ravel()
-    if prior.shape != (k,):
-        raise ValueError(f"prior must have {k} entries, got {prior.size}")
-    if np.any(~np.isfinite(prior)) or np.any(prior < 0) or abs(prior.sum() - 1) > 1e-9:
-        raise ValueError("prior must be non-negative and sum to 1")
-    return prior
+    """The uniform distribution when ``prior`` is None, else the validated prior (:func:`designer.utility.validated_prior`)."""
+    from designer.utility import validated_prior
+
+    return np.full(k, 1.0 / k) if prior is None else validated_prior(prior, k)
