@@ -187,12 +187,18 @@ def pd_isna(value) -> bool:
     return value is None or value != value
 
 
+#: The command line with every cell held 0.4 s first, so that the first part (stored after FLUSH_SECONDS = 2 s)
+#: appears long before the 16 cells are done, on a fast machine too.
+SLOW_CELLS_CLI = [sys.executable, "-c", "import time; from designer.sweep import execution; cell = execution.run_cell; "
+                  "execution.run_cell = lambda *arguments: (time.sleep(0.4), cell(*arguments))[1]; "
+                  "from designer.cli import main; main()"]
+
+
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path):
-    # PolyOpt at |S| = |U| = 3 takes about 0.3-1 s a cell: a part is stored after 2 s (FLUSH_SECONDS)
     plan = write(tmp_path / "plan.toml", ROBUST_PLAN.replace("count = 2", "count = 8").replace("certify = true", "certify = false")
                  .replace('"srr", "grr-cr", "polyopt"', '"polyopt"').replace("[[2, 2]]", "[[3, 3]]").replace("[200]", "[1000]"))
     out = tmp_path / "out"
-    child = subprocess.Popen([*CLI, "sweep", str(plan), "--out", str(out), "--workers", "0"], cwd=ROOT,
+    child = subprocess.Popen([*SLOW_CELLS_CLI, "sweep", str(plan), "--out", str(out), "--workers", "0"], cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
