@@ -37,7 +37,9 @@ from rich.console import Console
 from rich.markup import escape
 
 REJECTED = 1
-SIGN_HELP = "Sign the package with this Ed25519 private key (written by keygen)."
+#: The options every package command takes (one declaration, shared).
+SIGN_OPTION = typer.Option(None, "--sign", help="Sign the package with this Ed25519 private key (written by keygen).")
+PACKAGE_OUT_OPTION = typer.Option(..., "--out", help="Where to write the mechanism package (JSON).")
 POLICY_HELP = "The organisation's policy E (CSV, k x k): the package's E must be no weaker anywhere."
 PUBLIC_KEY_HELP = "Trust only a package signed by this Ed25519 public key (KEY.pub from keygen)."
 SHA256_HELP = "Trust only the package with this SHA-256 (64 hex digits, pinned)."
@@ -191,9 +193,11 @@ def robust_package(channel, confidence, epsilon: float, out: Path) -> dict:
     return document
 
 
-SHUFFLE_N_HELP = "Also record the central guarantee of shuffling N reports (designer.shuffle)."
-SHUFFLE_DELTA_HELP = "The delta of that central guarantee (with --shuffle-n)."
-SHUFFLE_POPULATION_HELP = "Its assumption: at least this many other users hold inputs of each pair's class."
+SHUFFLE_N_OPTION = typer.Option(None, "--shuffle-n", help="Also record the central guarantee of shuffling N reports (designer.shuffle).")
+SHUFFLE_DELTA_OPTION = typer.Option(None, "--delta", help="The delta of that central guarantee (with --shuffle-n).")
+SHUFFLE_POPULATION_OPTION = typer.Option(
+    None, "--population", help="Its assumption: at least this many other users hold inputs of each pair's class."
+)
 
 
 def check_shuffle_options(shuffle_n, delta, population) -> None:

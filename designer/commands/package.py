@@ -10,10 +10,11 @@ from rich.markup import escape
 
 from designer.commands import guarded, print_json
 from designer.commands.deploy import (
-    SHUFFLE_DELTA_HELP,
-    SHUFFLE_N_HELP,
-    SHUFFLE_POPULATION_HELP,
-    SIGN_HELP,
+    PACKAGE_OUT_OPTION,
+    SHUFFLE_DELTA_OPTION,
+    SHUFFLE_N_OPTION,
+    SHUFFLE_POPULATION_OPTION,
+    SIGN_OPTION,
     certified_package,
     check_shuffle_options,
     describe_package,
@@ -29,14 +30,14 @@ from designer.commands.deploy import (
 def package_command(
     e_file: Path = typer.Option(..., "--E", help="CSV with k rows of k privacy levels (inf and log(r) allowed)."),
     channel_file: Path = typer.Option(..., "--channel", help="CSV with k rows of probabilities."),
-    out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
+    out: Path = PACKAGE_OUT_OPTION,
     bits: int = typer.Option(32, "--bits", help="Each table row sums to 2^bits (8 to 64)."),
     prior_file: Path = typer.Option(None, "--prior", help="Prior for the utility loss (default uniform)."),
-    sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
+    sign: Path = SIGN_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the package summary as one JSON object."),
-    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
-    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
-    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
+    shuffle_n: int = SHUFFLE_N_OPTION,
+    shuffle_delta: float = SHUFFLE_DELTA_OPTION,
+    population: int = SHUFFLE_POPULATION_OPTION,
     report_e: Path = typer.Option(None, "--report-E", help="Record a longitudinal policy: memoization required, one report E1-LDP for this E1 (CSV)."),
     instantaneous: Path = typer.Option(None, "--instantaneous", help="The instantaneous stage Q2 (CSV, one row per output of --channel) run every round on the memoized response."),
     instantaneous_bits: int = typer.Option(32, "--instantaneous-bits", help="Each row of Q2 sums to 2^bits (8 to 64)."),
@@ -81,12 +82,12 @@ def package_hadamard_command(
         ..., "--block-sizes", help="Consecutive block sizes, comma separated; SIZE*COUNT repeats (e.g. 1750*25)."
     ),
     epsilon: str = typer.Option(..., "--eps", help="Level inside a block, exact text (log(3), 1, 1/2)."),
-    out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
+    out: Path = PACKAGE_OUT_OPTION,
     bits: int = typer.Option(32, "--bits", help="Precision of the coin: T / 2^bits (8 to 64)."),
-    sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
-    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
-    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
-    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
+    sign: Path = SIGN_OPTION,
+    shuffle_n: int = SHUFFLE_N_OPTION,
+    shuffle_delta: float = SHUFFLE_DELTA_OPTION,
+    population: int = SHUFFLE_POPULATION_OPTION,
 ) -> None:
     """Package block Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.structured import build_hadamard_package, parse_block_sizes
@@ -115,12 +116,12 @@ def package_high_low_command(
     epsilon: str = typer.Option(
         ..., "--eps", help="Level of high-low LDP (Definition 3), exact text (log(3), 1, 1/2)."
     ),
-    out: Path = typer.Option(..., "--out", help="Where to write the mechanism package (JSON)."),
+    out: Path = PACKAGE_OUT_OPTION,
     bits: int = typer.Option(32, "--bits", help="Precision of the coin and keep thresholds: T / 2^bits (8 to 64)."),
-    sign: Path = typer.Option(None, "--sign", help=SIGN_HELP),
-    shuffle_n: int = typer.Option(None, "--shuffle-n", help=SHUFFLE_N_HELP),
-    shuffle_delta: float = typer.Option(None, "--delta", help=SHUFFLE_DELTA_HELP),
-    population: int = typer.Option(None, "--population", help=SHUFFLE_POPULATION_HELP),
+    sign: Path = SIGN_OPTION,
+    shuffle_n: int = SHUFFLE_N_OPTION,
+    shuffle_delta: float = SHUFFLE_DELTA_OPTION,
+    population: int = SHUFFLE_POPULATION_OPTION,
 ) -> None:
     """Package high-low Hadamard response by its parameters and exact structural proof. Exit 0 written, 2 bad input."""
     from designer.deploy.structured import build_high_low_package, parse_symbols
