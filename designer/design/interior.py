@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 
 #: Unit roundoff of IEEE doubles.
 UNIT_ROUNDOFF = 2.0**-53
@@ -126,7 +127,7 @@ def _restore_row_sums(matrix: np.ndarray) -> np.ndarray:
     if np.ptp(sums) <= 4 * UNIT_ROUNDOFF * matrix.shape[1]:
         step = np.full(matrix.shape[1], 1.0 / sums.mean() - 1.0)
     else:
-        step, *_ = np.linalg.lstsq(matrix, deficit, rcond=None)
+        step, *_ = scipy.linalg.lstsq(matrix, deficit, lapack_driver="gelsy", check_finite=False)  # QR: 10x SVD's speed
     scaled = matrix * (1.0 + step)
     if np.any(1.0 + step <= 0) or np.abs(1.0 - scaled.sum(axis=1)).max() >= np.abs(deficit).max():
         return matrix

@@ -299,6 +299,10 @@ def matrix_csv_writer(matrix: Iterable[Iterable[float]]) -> Callable[[object], N
                 for row in codes:
                     handle.write(",".join(texts[row]) + "\n")
                 return
+        if array.dtype.kind == "f" and array.ndim == 2:  # repr is format_number for floats (inf, -inf, nan alike)
+            for row in array.tolist():
+                handle.write(",".join(map(repr, row)) + "\n")
+            return
         writer = csv.writer(handle, lineterminator="\n")
         for row in array:
             writer.writerow([str(value) if isinstance(value, Fraction) else format_number(value) for value in row])
