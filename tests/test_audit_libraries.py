@@ -1,6 +1,7 @@
 """Audits of real LDP library clients (pure-ldp, multi-freq-ldpy) at eps = 1 (k = 8 for the full audits of
 every protocol, k = 16 elsewhere), and of the pre-1.2.0 pure-ldp OUE bug rebuilt as a fixture."""
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,26 @@ AUDITED_K = {"OUE": 16, "SUE": 16}
 FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "pre_fix_oue.py"
 #: Reports per input: enough for the power statement of the best-powered pair to be below 0.3.
 BUDGETS = {"DE": 25000, "GRR": 25000, "HE": 20000, "HR": 20000, "OUE": 12000, "SUE": 10000, "OLH": 10000}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_libraries():
+    """Import both libraries and compile multi-freq-ldpy's numba clients once, in this process: every
+    sampler's worker is forked from it (:mod:`designer.audit.worker`) and inherits them, instead of
+    importing (0.8 s) and compiling (about 1.7 s a client) again in each worker. The clients are
+    called, not built and kept (pure-ldp's are built in the worker as before), and the global
+    generators they draw from are put back, so every test draws the same reports as without it."""
+    import pure_ldp.frequency_oracles  # noqa: F401
+
+    from designer.audit.libraries import MULTI_FREQ_LDPY_PROTOCOLS, multi_freq_ldpy
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        for protocol in MULTI_FREQ_LDPY_PROTOCOLS:
+            multi_freq_ldpy(0, 1, np.random.default_rng(0), protocol, 1.0, 8)
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
 
 
 def audit_both(library: str, protocol: str, seed: int = 0):
