@@ -144,18 +144,47 @@ def test_cluster_aggregation_equals_duckdb_and_bincount(cluster, tmp_path):
     assert all(output["estimate"] == outputs["parquet", "duckdb"]["estimate"] for output in outputs.values())
 
 
-def test_killing_a_worker_loses_no_cell(tmp_path):
+@contextlib.contextmanager
+def extra_worker(address: str, folder: Path):
+    """One more ``dask worker`` (no nanny) on the cluster at ``address``, joined before it is yielded; stopped
+    afterwards if still alive. Starting it costs one process, not a new scheduler and two workers."""
+    from distributed import Client
+
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    log = open(folder / "worker.log", "w")
+    worker = None
+    try:
+        with Client(address, timeout="30s") as client:  # closed before the sweep opens its own
+            before = len(client.scheduler_info()["workers"])
+            worker = subprocess.Popen([DASK, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                                       "--host", "127.0.0.1", "--name", "worker-extra"], stdout=log, stderr=log,
+                                      env=environment)
+            client.wait_for_workers(before + 1, timeout=90)
+        yield worker
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait(timeout=10)
+        log.close()
+
+
+def test_killing_a_worker_loses_no_cell(cluster, tmp_path):
+    """A worker that joined the module's cluster is killed after two cells: its cells are computed elsewhere."""
     plan = parse_plan(tomllib.loads(ROBUST_PLAN.replace('"polyopt", "ue-cr", "srr"', '"polyopt"')
                                     .replace("[[2, 3]]", "[[3, 3]]").replace("count = 3", "count = 4")))
     killed = threading.Event()
-    with dask_cluster(tmp_path) as (address, workers):
+    with extra_worker(cluster, tmp_path) as worker:
         def progress(done: int, todo: int) -> None:
             if done >= 2 and not killed.is_set():
-                workers[0].send_signal(signal.SIGKILL)
+                worker.send_signal(signal.SIGKILL)
                 killed.set()
 
-        summary = run_sweep(plan, tmp_path / "out", scheduler=address, progress=progress)
-        assert killed.is_set() and workers[0].wait(timeout=10) == -signal.SIGKILL
+        summary = run_sweep(plan, tmp_path / "out", scheduler=cluster, progress=progress)
+        assert killed.is_set() and worker.wait(timeout=10) == -signal.SIGKILL
     frame = ResultStore(tmp_path / "out").read()
     assert summary.computed == len(plan.cells) == len(frame) == 12
     assert frame["error"].isna().all() and set(frame["hash"]) == {cell.hash for cell in plan.cells}

@@ -357,7 +357,7 @@ def test_column_generation_time_budget_reports_the_gap(tmp_path):
     e_file = tmp_path / "E.csv"
     np.savetxt(e_file, privacy.epsilon, fmt="%.17g", delimiter=",")
     arguments = ["design", "--E", str(e_file), "--out", str(tmp_path / "Q.csv"), "--method", "column-generation"]
-    outcome = runner.invoke(app, [*arguments, "--max-seconds", "3", "--gap", "0", "--threads", "2", "--json"])
+    outcome = runner.invoke(app, [*arguments, "--max-seconds", "1", "--gap", "0", "--threads", "2", "--json"])
     assert outcome.exit_code == 0, outcome.output
     summary = json.loads(outcome.stdout)
     assert summary["stopped"] == "time" and summary["optimal"] is False and summary["certified"]
