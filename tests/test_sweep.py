@@ -189,7 +189,9 @@ def pd_isna(value) -> bool:
 
 #: The command line with every cell held 0.4 s first, so that the first part (stored after FLUSH_SECONDS = 2 s)
 #: appears long before the 16 cells are done, on a fast machine too.
-SLOW_CELLS_CLI = [sys.executable, "-c", "import time; from designer.sweep import execution; cell = execution.run_cell; "
+#: SIGINT gets Python's handler back: a shell's background job starts its children with SIGINT ignored.
+SLOW_CELLS_CLI = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                  "from designer.sweep import execution; cell = execution.run_cell; "
                   "execution.run_cell = lambda *arguments: (time.sleep(0.4), cell(*arguments))[1]; "
                   "from designer.cli import main; main()"]
 
