@@ -29,6 +29,7 @@ factors' costs). :class:`DenseStrategyMatrix` holds any A.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
@@ -71,31 +72,31 @@ def snap_to_lattice(strategy_matrix: np.ndarray, bits: int = LATTICE_BITS) -> tu
     return snapped, lattice
 
 
-class StrategyMatrix:
+class StrategyMatrix(ABC):
     """A p x m strategy matrix (see module docstring); subclasses implement the structure."""
 
     shape: tuple[int, int]
     name: str
 
+    @abstractmethod
     def lattice_exponents(self) -> np.ndarray:
         """``g_k``: every entry of row k is an integer multiple of ``2^g_k`` with at most 52 bits."""
-        raise NotImplementedError
 
+    @abstractmethod
     def entries(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """``A[rows, columns]`` elementwise, exactly."""
-        raise NotImplementedError
 
+    @abstractmethod
     def columns(self, xs: np.ndarray) -> np.ndarray:
         """``A[:, xs]`` as a dense (p, len(xs)) array."""
-        raise NotImplementedError
 
+    @abstractmethod
     def costs(self, workload: Workload, weights: np.ndarray | None = None) -> np.ndarray:
         """``||B[:, k]||^2`` for the least-squares reconstruction (weights = noise scales; see module docstring)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def estimate(self, totals: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         """``x`` with ``B totals = W x`` for the reconstruction of :meth:`costs` (same weights)."""
-        raise NotImplementedError
 
     def dense(self) -> np.ndarray:
         """A as a dense array (small sizes)."""

@@ -29,6 +29,7 @@ union of Kronecker products of identity and total factors).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 import functools
 import itertools
 from collections.abc import Sequence
@@ -41,7 +42,7 @@ MAX_DENSE_GRAM = 4096
 MAX_DENSE_WORKLOAD = 2**23
 
 
-class Workload:
+class Workload(ABC):
     """A ``q x m`` workload W given implicitly (see module docstring).
 
     Subclasses implement :attr:`queries`, :meth:`gram_entries`, :meth:`matvec`
@@ -57,21 +58,21 @@ class Workload:
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
+    @abstractmethod
     def queries(self) -> int:
         """q, the number of queries (rows of W)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def gram_entries(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """``G[rows, columns]`` elementwise for equal-shaped integer arrays (``G = W^T W``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``W x`` for x of shape (m,) or (m, k)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def rmatvec(self, y: np.ndarray) -> np.ndarray:
         """``W^T y`` for y of shape (q,) or (q, k)."""
-        raise NotImplementedError
 
     def gram(self) -> np.ndarray:
         """The dense Gram matrix ``G = W^T W`` (m x m); ValueError above :data:`MAX_DENSE_GRAM`."""
