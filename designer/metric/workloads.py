@@ -29,9 +29,9 @@ union of Kronecker products of identity and total factors).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 import functools
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
