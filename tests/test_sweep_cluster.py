@@ -214,3 +214,52 @@ def test_millisecond_cells_travel_in_batches(cluster, tmp_path, monkeypatch):
     for eps, objective in zip(frame["epsilon"], frame["objective"]):
         p = math.exp(eps) / (1 + math.exp(eps))
         assert objective == pytest.approx(math.log(2) + p * math.log(p) + (1 - p) * math.log(1 - p), abs=1e-9)
+
+
+def held_results(client, name: str) -> int:
+    """Task results held in memory by the worker called ``name``, asked through ``client``."""
+    address = next(address for address, info in client.scheduler_info()["workers"].items() if info["name"] == name)
+    return client.run(lambda dask_worker: len(dask_worker.data), workers=[address])[address]
+
+
+def unfetched_results(client, name: str) -> int:
+    """Results the worker called ``name`` still holds 0.2 s after it first holds one; 0 after 30 s.
+
+    Called while the sweep waits (in its progress callback): nothing is fetched meanwhile, and a result the
+    sweep has already fetched and released is freed within milliseconds.
+    """
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if held_results(client, name):
+            time.sleep(0.2)
+            if held := held_results(client, name):
+                return held
+        time.sleep(0.02)
+    return 0
+
+
+def test_a_users_default_client_survives_a_sweep_that_loses_a_worker(cluster, tmp_path):
+    """The sweep's futures are awaited on the sweep's own client, not on the user's open default client.
+
+    The extra worker is killed while it holds a finished result the sweep has not fetched yet: the sweep's
+    client must wait for the recomputation on its own event loop (waiting on the user's raised "... is bound to
+    a different event loop", stored as each lost cell's error).
+    """
+    from distributed import Client, default_client
+
+    plan = parse_plan(tomllib.loads(ROBUST_PLAN.replace('"polyopt", "ue-cr", "srr"', '"polyopt"')
+                                    .replace("count = 3", "count = 2")))
+    held: list[int] = []
+    with extra_worker(cluster, tmp_path) as worker, Client(cluster, timeout="30s") as user:
+        def progress(done: int, todo: int) -> None:
+            if not held:
+                held.append(unfetched_results(user, "worker-extra"))
+                worker.send_signal(signal.SIGKILL)
+
+        summary = run_sweep(plan, tmp_path / "cluster", scheduler=cluster, progress=progress)
+        assert worker.wait(timeout=10) == -signal.SIGKILL and held[0] >= 1
+        assert default_client() is user and user.submit(sum, [1, 2]).result() == 3
+    run_sweep(plan, tmp_path / "serial", workers=0)
+    on_cluster, serial = stored_rows(tmp_path / "cluster"), stored_rows(tmp_path / "serial")
+    assert summary.computed == len(plan.cells) == len(serial) == 6 and summary.errors == 0
+    assert serial["error"].isna().all() and on_cluster.equals(serial)

@@ -110,6 +110,15 @@ def task_cells(rows: list[dict], remaining: int, slots: int) -> int:
 def dask_client(scheduler: str | None, workers: int):
     """A ``distributed.Client``: to ``scheduler`` if given, else to a new LocalCluster of ``workers``.
 
+    The client is not made the default (``set_as_default=False``): a client the caller holds open
+    (``with Client(address):``) stays the default one, and this client's futures are submitted
+    and awaited through it explicitly (:func:`dask_rows`).
+
+    Yields
+    ------
+    distributed.Client
+        Closed (with the LocalCluster, if one was started) when the block ends.
+
     Raises
     ------
     ValueError
@@ -122,7 +131,7 @@ def dask_client(scheduler: str | None, workers: int):
     cluster = None
     if scheduler:
         try:
-            client = Client(scheduler, timeout="5s")
+            client = Client(scheduler, timeout="5s", set_as_default=False)
         except Exception as error:  # noqa: BLE001 - any connection failure is the user's address
             raise ValueError(f"cannot reach the Dask scheduler at {scheduler} ({error_text(error)})") from None
         try:
@@ -138,7 +147,7 @@ def dask_client(scheduler: str | None, workers: int):
         with dask.config.set({"distributed.worker.profile.enabled": False}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0", silence_logs=logging.ERROR)
-        client = Client(cluster)
+        client = Client(cluster, set_as_default=False)
     try:
         yield client
     finally:
@@ -148,7 +157,12 @@ def dask_client(scheduler: str | None, workers: int):
 
 
 def dask_rows(client, cells: list[Cell], version: str, timeout: float | None) -> Iterator[dict]:
-    """Submit the cells to ``client`` in measured batches (module docstring); yield rows as they complete."""
+    """Submit the cells to ``client`` in measured batches (module docstring); yield rows as they complete.
+
+    The futures are awaited on ``client``'s event loop (``as_completed(loop=client.loop)``), not on
+    the default client's: waiting for a result lost with a worker on another client's loop fails
+    with "... is bound to a different event loop".
+    """
     from collections import deque
 
     from distributed import as_completed
@@ -164,7 +178,7 @@ def dask_rows(client, cells: list[Cell], version: str, timeout: float | None) ->
         futures[future] = batch
         return future
 
-    running = as_completed([submit(1) for _ in range(min(slots, len(queue)))])
+    running = as_completed([submit(1) for _ in range(min(slots, len(queue)))], loop=client.loop)
     try:
         for future in running:
             batch = futures.pop(future)
@@ -200,7 +214,8 @@ def run_sweep(
     out : str or Path
         Results directory (:class:`~designer.sweep.store.ResultStore`).
     scheduler : str, optional
-        Address of a running Dask scheduler.
+        Address of a running Dask scheduler. The sweep opens its own client to it; a default
+        client the caller holds open stays the default and usable.
     workers : int
         Worker processes of the embedded LocalCluster; 0 runs serially in this process.
     cell_timeout : float, optional
