@@ -357,3 +357,25 @@ def test_unsolved_pricing_lps_keep_the_bound_valid(monkeypatch):
     result = design_expected_loss(privacy, distance, prior, method="column-generation")
     assert result.certified and result.lower_bound <= expected <= result.upper_bound + 1e-12
     assert result.objective == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_pricing_vertex_the_basis_cannot_rebuild_is_raised_onto_the_cone():
+    """The solver's values carry its absolute tolerance at entries near e^{-28}: raised (Dijkstra in log space), they
+    equal the closure's max-plus raise and lie in the cone; kept as they were, a 30 x 30 grid's master broke an edge's
+    ratio by a factor e^3 and its repaired channel certified only within 1.3e-10."""
+    from designer.design.repair import raise_into_cone
+    from solvers.ratio_lp import _Pricing
+
+    privacy = PrivacyMatrix.grid_l1((6, 6), 3.0)
+    pairs = privacy.nonredundant_pairs()
+    pricing = _Pricing(36, pairs, np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]]))
+    vertex = np.exp(-privacy.closure().epsilon[14])  # a geometric column, entries down to e^{-18}
+    noisy = np.where(vertex < 1e-6, np.random.default_rng(0).uniform(0, 1e-10, 36), vertex)
+    raised = pricing._raised_into_cone(noisy)
+    reference = raise_into_cone(privacy, noisy[:, None])[:, 0]
+    np.testing.assert_allclose(raised, reference / reference.sum(), rtol=1e-13)
+    logs = np.log(raised)
+    excess = logs[pairs[:, 0]] - logs[pairs[:, 1]] - privacy.epsilon[pairs[:, 0], pairs[:, 1]]
+    assert excess.max() < 1e-13
+    noisy_logs = np.log(np.maximum(noisy, 1e-300))
+    assert (noisy_logs[pairs[:, 0]] - noisy_logs[pairs[:, 1]] - privacy.epsilon[pairs[:, 0], pairs[:, 1]]).max() > 1
