@@ -192,7 +192,8 @@ CLARABEL_FAILURES = ("PrimalInfeasible", "DualInfeasible", "AlmostPrimalInfeasib
                      "Unsolved")
 
 
-def _stochastic_lp_clarabel(cost: np.ndarray, upper, rows_sum) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+def _stochastic_lp_clarabel(cost: np.ndarray, upper, rows_sum,
+                            time_limit: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """``min cost.z  s.t.  rows_sum z = 1, upper z <= 0, z >= 0`` with Clarabel (``A z + s = b``).
 
     Returns the point, the row-sum multipliers, the ratio-row multipliers and the status. Clarabel's
@@ -208,12 +209,14 @@ def _stochastic_lp_clarabel(cost: np.ndarray, upper, rows_sum) -> tuple[np.ndarr
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOLERANCE
+    if time_limit is not None:
+        settings.time_limit = max(float(time_limit), 0.0)
     cones = [clarabel.ZeroConeT(rows_sum.shape[0]), clarabel.NonnegativeConeT(upper.shape[0] + size)]
     solver = clarabel.DefaultSolver(sparse.csc_matrix((size, size)), cost, constraints, bounds, cones, settings)
     solution = solver.solve()
     status = str(solution.status)
     point = np.asarray(solution.x)
-    if status in CLARABEL_FAILURES or not np.all(np.isfinite(point)):
+    if status in CLARABEL_FAILURES or status == "MaxTime" or not np.all(np.isfinite(point)):
         raise LinearProgramError(f"ratio-bounded LP not solved by Clarabel: {status}")
     duals = np.asarray(solution.z)
     k = rows_sum.shape[0]
@@ -239,8 +242,12 @@ def _vertex_lp_cvxpy(vertices, values, rhs) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(weights.value, dtype=float), duals
 
 
-def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clarabel") -> StochasticLPResult:
-    """Minimise ``sum(cost * M)`` over row-stochastic M with ``M[a,j] <= r M[b,j]`` (see module docstring)."""
+def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clarabel",
+                                      time_limit: float | None = None) -> StochasticLPResult:
+    """Minimise ``sum(cost * M)`` over row-stochastic M with ``M[a,j] <= r M[b,j]`` (see module docstring).
+
+    ``time_limit`` (seconds) is passed to the solver; a solve it stops raises :class:`LinearProgramError`.
+    """
     from scipy import sparse
 
     cost = np.asarray(cost, dtype=float)
@@ -255,6 +262,8 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         raise ValueError(f"pair indices must lie in 0..{k - 1}")
     if not (np.all(np.isfinite(ratios)) and np.all(ratios >= 0)):
         raise ValueError("ratios must be finite and >= 0")
+    if time_limit is not None and time_limit <= 0:  # HiGHS reads a zero limit as none
+        raise LinearProgramError("ratio-bounded LP not solved: no time left")
     start = time.perf_counter()
     n = pairs.shape[0]
     # Variable index of M[i, j] is i * m + j. Ratio row (p, j): M[a,j] - r_p M[b,j] <= 0.
@@ -273,7 +282,8 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
     # stopped at "Unknown" and Clarabel at "AlmostSolved" on such costs), multipliers scaled back
     scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
     if backend == "clarabel":
-        solution, row_duals, pair_duals, status = _stochastic_lp_clarabel(scale * cost.ravel(), upper, rows_sum)
+        solution, row_duals, pair_duals, status = _stochastic_lp_clarabel(scale * cost.ravel(), upper, rows_sum,
+                                                                          time_limit)
     elif backend == "highs":
         import scipy.optimize
 
@@ -285,9 +295,9 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
             b_eq=np.ones(k),
             bounds=(0, None),
             method="highs-ipm",  # 4.6 s vs 26-33 s for simplex at k = m = 100 (10 x 10 grid)
-            options=TIGHT_TOLERANCES,
+            options=TIGHT_TOLERANCES if time_limit is None else {**TIGHT_TOLERANCES, "time_limit": time_limit},
         )
-        if result.x is None or not np.all(np.isfinite(result.x)):
+        if result.x is None or not np.all(np.isfinite(result.x)) or result.status == 1:  # 1: a limit stopped it
             raise LinearProgramError(f"ratio-bounded LP not solved: {result.message}")
         solution, status = result.x, "Optimal" if result.status == 0 else result.message
         # linprog's marginals are d(objective)/d(right-hand side): the row-sum multipliers, and minus

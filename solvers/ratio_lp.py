@@ -111,8 +111,9 @@ class OutputColumnGeneration:
     ``method`` names the algorithm; ``columns`` counts its columns (the outputs, for the restricted output LP).
     ``matrix`` (k, m) is the master's solution ``M[:, y] = sum_{j owned by y} w_j v_j`` (rows sum to 1 up to
     the master's tolerance); ``objective`` its cost; ``lower_bound`` the proven bound; ``stopped`` is
-    ``"gap"``, ``"priced out"``, ``"rounds"``, ``"pricing failed"`` (only unsolved pricing LPs left to retry) or
-    ``"time"``; ``history`` one entry per round.
+    ``"gap"``, ``"priced out"``, ``"rounds"``, ``"pricing failed"`` (only unsolved pricing LPs left to retry),
+    ``"failed"`` (the restricted output LP's solvers both failed) or ``"time"``; ``history`` one entry per round. A
+    restricted output LP stopped by the budget before its first answer has ``objective = inf`` and a zero ``matrix``.
     """
 
     matrix: np.ndarray
@@ -422,9 +423,15 @@ def restricted_output_lp(
     pair_duals = np.zeros((len(ratios), m))
     chosen = np.unique(np.asarray(outputs, dtype=np.int64))
     lower, rounds, lps, history, stopped = lower_bound, 0, 0, [], "time"
+    solution, objective = None, math.inf
     while True:
+        try:  # within what is left of the budget; a solve stopped by it leaves the previous round's answer
+            solved_set = _solve_either(cost[:, chosen], pairs, ratios, max(max_seconds - (time.perf_counter() - start), 0.0))
+        except LinearProgramError:
+            stopped = "time" if time.perf_counter() - start > max_seconds else "failed"
+            break
         rounds += 1
-        solution = _solve_either(cost[:, chosen], pairs, ratios)
+        solution, outputs_solved = solved_set, chosen
         pair_duals[:, chosen] = solution.pair_duals
         objective = solution.objective
         threshold = -PRICING_TOLERANCE * max(abs(scale * objective), 1e-300) / k
@@ -449,7 +456,8 @@ def restricted_output_lp(
             break
         chosen = np.union1d(chosen, joining)
     channel = np.zeros((k, m))
-    channel[:, chosen] = solution.matrix
+    if solution is not None:
+        channel[:, outputs_solved] = solution.matrix
     return OutputColumnGeneration(
         matrix=channel, objective=float(objective), lower_bound=float(lower), rounds=rounds, columns=int(chosen.size),
         pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped, history=history,
@@ -486,9 +494,13 @@ def _polished(columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return polished
 
 
-def _solve_either(cost, pairs, ratios):
-    """The direct LP with Clarabel, or HiGHS when Clarabel fails."""
+def _solve_either(cost, pairs, ratios, seconds: float):
+    """The direct LP with Clarabel, or HiGHS when Clarabel fails, both within ``seconds`` in all."""
+    start = time.perf_counter()
     try:
-        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="clarabel")
+        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="clarabel", time_limit=seconds)
     except LinearProgramError:
-        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs")
+        left = seconds - (time.perf_counter() - start)
+        if left <= 0:
+            raise
+        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs", time_limit=left)

@@ -192,8 +192,8 @@ def test_inaccurate_or_failed_solves_are_refined_not_refused(monkeypatch):
     expected = lp_optimum(prior[:, None] * distance, edges)
     real = solvers.linear._stochastic_lp_clarabel
 
-    def almost(cost, upper, rows_sum):  # an inaccurate solve: the point and multipliers perturbed
-        point, row_duals, pair_duals, _ = real(cost, upper, rows_sum)
+    def almost(cost, upper, rows_sum, time_limit=None):  # an inaccurate solve: the point and multipliers perturbed
+        point, row_duals, pair_duals, _ = real(cost, upper, rows_sum, time_limit)
         noise = np.random.default_rng(0).uniform(0.97, 1.03, point.size)
         return point * noise, row_duals * 0.99, pair_duals, "AlmostSolved"
 
@@ -379,3 +379,30 @@ def test_a_pricing_vertex_the_basis_cannot_rebuild_is_raised_onto_the_cone():
     assert excess.max() < 1e-13
     noisy_logs = np.log(np.maximum(noisy, 1e-300))
     assert (noisy_logs[pairs[:, 0]] - noisy_logs[pairs[:, 1]] - privacy.epsilon[pairs[:, 0], pairs[:, 1]]).max() > 1
+
+
+@pytest.mark.parametrize("backend", ["clarabel", "highs"])
+def test_a_direct_solve_stopped_by_its_time_limit_is_an_error_not_an_answer(backend):
+    """The restricted output LP and the direct route pass what is left of --max-seconds to the solver (a 350-node graph's
+    restricted LP ran 50 s past a 150 s budget); an iterate it stops is not a solution."""
+    from solvers.linear import solve_ratio_bounded_stochastic_lp
+
+    privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 3)
+    cost = prior[:, None] * distance
+    pairs, ratios = [(a, b) for a, b, _ in edges], [ratio for *_, ratio in edges]
+    with pytest.raises(LinearProgramError):
+        solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=backend, time_limit=0.0)
+    solved = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=backend, time_limit=60.0)
+    assert solved.objective == pytest.approx(lp_optimum(cost, edges), rel=1e-7)
+
+
+def test_a_restricted_output_lp_out_of_time_leaves_the_column_generation_answer():
+    from solvers.ratio_lp import restricted_output_lp
+
+    privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 3)
+    pairs = privacy.nonredundant_pairs()
+    ratios = np.exp(privacy.epsilon[pairs[:, 0], pairs[:, 1]])
+    result = restricted_output_lp(prior[:, None] * distance, pairs, ratios, np.arange(16), lower_bound=0.5,
+                                  max_seconds=0.0)
+    assert result.stopped == "time" and result.objective == np.inf and result.lower_bound == 0.5
+    assert not result.matrix.any()

@@ -241,7 +241,8 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
     notes, history, solution = [], [], None
     for name in (backend, "highs" if backend == "clarabel" else "clarabel"):
         try:
-            solution = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=name)
+            solution = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=name,
+                                                         time_limit=max(max_seconds - (time.perf_counter() - start), 0.0))
             break
         except LinearProgramError as error:
             notes.append(f"{name}: {error}")
