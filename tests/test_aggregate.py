@@ -2,52 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
-import subprocess
-import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from inprocess_cli import run_cli
 
-from designer import cli
 from designer.aggregate.counting import count_reports
 from designer.aggregate.estimate import alphabet_counts, estimate_reports, load_mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 GRR4 = ROOT / "designer" / "examples" / "grr4_Q.csv"  # 4-ary randomised response, p = 1/2, q = 1/6
-#: Warnings a fresh interpreter does not print (Python's default filters); any other is printed on stderr.
-SILENT_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
-
-
-def run_cli(*arguments: str) -> subprocess.CompletedProcess:
-    """``ldp-designer ARGUMENTS`` through the console entry point, in this process (no interpreter start-up).
-
-    The exit code, stdout and stderr are those of the command run as a program: a warning Python
-    would print there is added to stderr, so a test of a one-line error or of an empty stderr sees it.
-    """
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.argv
-    sys.argv = ["ldp-designer", *arguments]
-    try:
-        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(err):
-            warnings.resetwarnings()
-            for category in SILENT_WARNINGS:
-                warnings.simplefilter("ignore", category)
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as stop:
-                code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-    finally:
-        sys.argv = saved
-    printed = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
-    return subprocess.CompletedProcess(arguments, code, out.getvalue(), err.getvalue() + printed)
 
 
 def grr_reports(n: int, prior, seed: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from test_aggregate import run_cli
+from inprocess_cli import run_cli
 
 from designer.aggregate.estimate import MAX_MLE_ENTRIES, estimate_reports, load_mechanism
 from designer.aggregate.structured import deployed_mechanism, structured_unbiased_interval
