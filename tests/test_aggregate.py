@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from inprocess_cli import run_cli
 
 from designer.aggregate.counting import count_reports
 from designer.aggregate.estimate import alphabet_counts, estimate_reports, load_mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
 GRR4 = ROOT / "designer" / "examples" / "grr4_Q.csv"  # 4-ary randomised response, p = 1/2, q = 1/6
-CLI = [sys.executable, "-c", "from designer.cli import main; main()"]
-
-
-def run_cli(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def grr_reports(n: int, prior, seed: int) -> np.ndarray:

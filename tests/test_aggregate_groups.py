@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_aggregate import GRR4, grr_reports, run_cli
+from inprocess_cli import run_cli
+from test_aggregate import GRR4, grr_reports
 
 from designer.aggregate import sources
 from designer.aggregate.counting import count_reports

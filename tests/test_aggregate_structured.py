@@ -9,13 +9,11 @@ must match ``A f`` and ``diag(A (diag f - f f^T) A^T) / n`` to 1e-12.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
+from inprocess_cli import run_cli
 
 from designer.aggregate.estimate import MAX_MLE_ENTRIES, estimate_reports, load_mechanism
 from designer.aggregate.structured import deployed_mechanism, structured_unbiased_interval
@@ -24,14 +22,8 @@ from designer.deploy.structured import build_hadamard_package, build_high_low_pa
 from designer.estimation import maximum_likelihood
 from solvers.hadamard import hadamard_matrix
 
-ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-c", "from designer.cli import main; main()"]
 BLOCKS = [3, 5, 7, 2]  # Sylvester orders 4, 8, 8, 4: 24 outputs
 SENSITIVE = [1, 3, 4, 8, 9]  # high-low on k = 12: S = 8, 7 own outputs
-
-
-def run_cli(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def block_reference(document: dict) -> tuple[np.ndarray, np.ndarray]:

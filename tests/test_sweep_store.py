@@ -9,7 +9,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_sweep import DESIGN_PLAN, ROBUST_PLAN, run_cli, write
+from inprocess_cli import run_cli
+from test_sweep import DESIGN_PLAN, ROBUST_PLAN, write
 
 from designer.sweep import load_plan, parse_plan, run_sweep
 from designer.sweep.cells import canonical_json
