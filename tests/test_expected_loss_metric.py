@@ -5,6 +5,7 @@ grid's edges only), brute force over every deterministic remap, the geometric me
 """
 
 import itertools
+import json
 
 import networkx as nx
 import numpy as np
@@ -406,3 +407,21 @@ def test_a_restricted_output_lp_out_of_time_leaves_the_column_generation_answer(
                                   max_seconds=0.0)
     assert result.stopped == "time" and result.objective == np.inf and result.lower_bound == 0.5
     assert not result.matrix.any()
+
+
+def test_cli_says_when_the_time_budget_stopped_an_expected_loss_design(tmp_path):
+    from typer.testing import CliRunner
+
+    from designer.cli import app
+
+    out = tmp_path / "Q.csv"
+    result = CliRunner().invoke(app, ["design", "--family", "metric-grid", "--grid", "8x8", "--eps", "0.5", "--utility",
+                                      "expected-loss", "--max-seconds", "0.01", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["stopped"] == "time" and summary["lower_bound"] < summary["upper_bound"]
+    channel = np.loadtxt(out, delimiter=",")
+    assert np.allclose(channel.sum(axis=1), 1.0, atol=1e-12)
+    shown = CliRunner().invoke(app, ["design", "--family", "metric-grid", "--grid", "8x8", "--eps", "0.5", "--utility",
+                                     "expected-loss", "--max-seconds", "0.01", "--out", str(out)])
+    assert shown.exit_code == 0 and "time budget (--max-seconds) ran out first" in " ".join(shown.output.split())

@@ -36,6 +36,9 @@ def report_design(design: Design, console: Console) -> None:
     if design.method == "expected-loss":
         console.print(f"  relative gap {route.gap:.1e} ({route.stopped}); lower bound: {route.bound}",
                       markup=False, emoji=False)
+        if route.stopped == "time":
+            console.print("  the time budget (--max-seconds) ran out first: the channel is certified and the bound "
+                          "proven; a larger budget narrows the gap", markup=False, emoji=False)
     if design.interior is not None and design.interior.shrink > 0:
         console.print(f"  inside E: log-spreads shrunk by {design.interior.shrink:.2g} for exact certification "
                       f"(utility cost {design.margin_cost:.2g})", markup=False, emoji=False)
