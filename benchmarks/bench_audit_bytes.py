@@ -1,4 +1,4 @@
-"""Benchmark: the audit's blind spots of issue 31 (bytes, state, time budget, (E, delta) power), before and after.
+"""Benchmark: the audit's former blind spots (bytes, state, time budget, (E, delta) power), before and after.
 
 Every section runs the command line (``python -m designer.cli audit``) of this checkout and, as the baseline in
 the same run, of another checkout (``--before PATH``, e.g. /work/main before the change):

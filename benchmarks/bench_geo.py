@@ -1,11 +1,11 @@
-"""Metric E at real sizes (issue 29): expected loss by closed form and by output, mutual information bounds.
+"""Metric E at real sizes: expected loss by closed form and by output, mutual information bounds.
 
 Run: .venv/bin/python benchmarks/bench_geo.py                      (every case but the largest)
      .venv/bin/python benchmarks/bench_geo.py --cases grid40,rgg1000  (named cases)
 
 Every case runs in a child process (its peak resident memory is its own, ``ru_maxrss``) and prints one
 JSON line; the parent prints a table. The baseline of the same run is the direct LP (Clarabel, all at
-once) on a 10 x 10 grid, the method of the issue's starting point; every time is also given as a multiple
+once) on a 10 x 10 grid, the method used before the decomposition; every time is also given as a multiple
 of it, since the machine is shared and its load varies (the load average is printed before and after), and
 the child's CPU seconds (user + system, all threads) are given too.
 

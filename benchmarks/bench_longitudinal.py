@@ -1,4 +1,4 @@
-"""Benchmark: privacy over time (issue 32), every goal's figure with its baseline in the same run.
+"""Benchmark: privacy over time, every goal's figure with its baseline in the same run.
 
 1. Accounting: GRR k = 10, eps = 1, T = 365, delta = 1e-6: the exact loss distribution
    (enumerated atoms) against dp_accounting's pessimistic PLD (baseline), times and levels.

@@ -1,4 +1,4 @@
-"""Benchmark (issue 31): the proved central epsilon against independent exact values, across k, eps0, n and rounds.
+"""Benchmark: the proved central epsilon against independent exact values, across k, eps0, n and rounds.
 
 Every reference is computed here, without the package's numerics:
 

@@ -1,4 +1,4 @@
-"""Benchmark: matrix-mechanism strategies at real domain sizes (issue 29, part 4).
+"""Benchmark: matrix-mechanism strategies at real domain sizes (implicit workloads, optimised strategies).
 
 * All ranges on a line, ``A = L_m``, ``E = eps |x - x'|`` (eps = 1): m = 1024 with the
   line family (implicit W, adjacent pairs) and with an explicit E matrix (its

@@ -499,8 +499,6 @@ def _solve_either(cost, pairs, ratios, seconds: float):
     start = time.perf_counter()
     try:
         return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="clarabel", time_limit=seconds)
-    except LinearProgramError:
-        left = seconds - (time.perf_counter() - start)
-        if left <= 0:
-            raise
-        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs", time_limit=left)
+    except LinearProgramError:  # no time left is refused by the call itself
+        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs",
+                                                 time_limit=seconds - (time.perf_counter() - start))

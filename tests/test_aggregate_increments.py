@@ -1,12 +1,10 @@
-"""Increments (issue 30): files counted once by content, tamper-evident counts files, a lock for
+"""Increments: files counted once by content, tamper-evident counts files, a lock for
 concurrent writers, roll-ups of saved counts, ``--by`` expressions, plain count tables from other
 engines. Every expected count is computed here independently (numpy ``bincount`` of the reports
 written, or a fresh count of the same files)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -19,28 +17,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from inprocess_cli import run_cli
 from test_aggregate import GRR4, ROOT, grr_reports
 
-from designer import cli
 from designer.aggregate.counts_file import METADATA_KEY, counts_digest, read_counts
 from designer.aggregate.filters import parse_by
 
 
 def run(*arguments: str) -> tuple[int, str, str]:
     """``ldp-designer estimate ...`` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.argv
-    sys.argv = ["ldp-designer", "estimate", "--mechanism", str(GRR4), *arguments]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as stop:
-                code = stop.code if isinstance(stop.code, int) else 0
-    finally:
-        sys.argv = saved
-    return code, out.getvalue(), err.getvalue()
+    result = run_cli("estimate", "--mechanism", str(GRR4), *arguments)
+    return result.returncode, result.stdout, result.stderr
 
 
 def estimate_json(*arguments: str) -> dict:

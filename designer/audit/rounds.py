@@ -8,7 +8,7 @@ The audit then tests the declared E, the claimed *long-term* level, on these joi
 any event on the T reports is an event of the user's whole history (Definition 2 applied to the
 channel ``x -> (Z_1, ..., Z_T)``). A client that memoizes its permanent response keeps the
 joint reports a post-processing of one draw and passes; a client that re-randomises every
-round leaks more with every round and is caught (benchmarks/RESULTS.md, issue 32).
+round leaks more with every round and is caught (benchmarks/RESULTS.md, "Privacy over time").
 """
 
 from __future__ import annotations

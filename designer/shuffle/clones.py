@@ -12,7 +12,7 @@ variation-ratio form of Wang et al. 2024, Definition 4.1):
   ``G0, G1`` swapped, where the informative weight is ``w = TV (p+1)/(p-1)`` (``TV``
   for ``p = inf``); ``W >= 0`` exactly because ``R <= p R'`` and ``R' <= p R``;
 * every other input ``z`` reports a sample of ``M = (R + R')/2`` with probability at
-  least its *share* ``s_z = min_y Q[z,y] / M[y]`` (the issue's ``Q[z,y]/(Q[x,y]+Q[x',y])``
+  least its *share* ``s_z = min_y Q[z,y] / M[y]`` (the ratio ``Q[z,y]/(Q[x,y]+Q[x',y])``
   times 2), and ``M = w (G0 + G1)/2 + (1 - w) W``: a *clone*, whose report is
   informative (``G0`` or ``G1``) with probability ``w``.
 
