@@ -5,6 +5,7 @@ grid's edges only), brute force over every deterministic remap, the geometric me
 """
 
 import itertools
+import math
 import json
 
 import networkx as nx
@@ -425,3 +426,31 @@ def test_cli_says_when_the_time_budget_stopped_an_expected_loss_design(tmp_path)
     shown = CliRunner().invoke(app, ["design", "--family", "metric-grid", "--grid", "8x8", "--eps", "0.5", "--utility",
                                      "expected-loss", "--max-seconds", "0.01", "--out", str(out)])
     assert shown.exit_code == 0 and "time budget (--max-seconds) ran out first" in " ".join(shown.output.split())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_points_found_for_one_output_serve_every_output(seed):
+    """The passes over the points found so far reach the master over every (output, point) pair: an LP in the test."""
+    from solvers.ratio_lp import _Master, _priced_from_vertices
+
+    privacy, distance, _, _ = grid_problem((3, 3), 0.5, 3)
+    k = privacy.k
+    rng = np.random.default_rng(seed)
+    cost = rng.dirichlet(np.ones(k))[:, None] * distance
+    cost = cost / cost.max()
+    laplace = np.exp(-privacy.closure().epsilon)  # row c: the Laplace shape at c, a point of the cone
+    mixed = rng.dirichlet(np.ones(k), 6) @ laplace  # cone points that are not vertices
+    points = np.vstack([laplace, mixed, np.ones((1, k))])
+    points /= points.sum(axis=1, keepdims=True)
+    master = _Master(k)  # the start of column generation: output y owns the shape at y, and the constant column
+    master.add(points[:k], np.arange(k), np.einsum("jx,xj->j", points[:k], cost))
+    master.add(points[-1:], np.array([0]), points[-1:] @ cost[:, [0]])
+    start, u, _ = master.solve()
+    objective, u, added = _priced_from_vertices(master, points, cost, start, u, math.inf, 1e-9)
+    pairs = [(y, j) for y in range(k) for j in range(points.shape[0])]
+    every = scipy.optimize.linprog([cost[:, y] @ points[j] for y, j in pairs],
+                                   A_eq=np.array([points[j] for _, j in pairs]).T, b_eq=np.ones(k),
+                                   bounds=(0, None), method="highs-ds")
+    assert added > 0 and objective < start - 0.05
+    assert objective == pytest.approx(every.fun, rel=1e-12)
+    assert (cost.T @ points.T - points @ u).min() >= -1e-12  # no point prices out for any output any more
