@@ -1,33 +1,32 @@
 """``--json`` prints exactly one JSON document on stdout, and nothing else writes there.
 
-Each command runs in a subprocess, so output written by native libraries straight to
-file descriptor 1 (highspy 1.16's "Running HiGHS ... Copyright" banner) is seen too;
-``json.loads`` accepts one document and nothing after it. Commands are discovered
-from the CLI: one that gains ``--json`` fails :func:`test_every_json_command_has_a_case`
-until it has a row in :data:`CASES`.
+Every command runs as a program, in a process of its own (:mod:`forked_cli`: forked from one
+interpreter that imported the libraries they share), so output written by native libraries straight to
+file descriptor 1 (highspy 1.16's "Running HiGHS ... Copyright" banner, printed once a process) is seen
+too; ``json.loads`` accepts one document and nothing after it. Commands are discovered from the CLI: one
+that gains ``--json`` fails :func:`test_every_json_command_has_a_case` until it has a row in :data:`CASES`.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from typer.main import get_command
 
 from designer.cli import app
+from forked_cli import run_forked
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "designer" / "examples"
 SAMPLERS = ROOT / "tests" / "fixtures" / "audit" / "samplers.py"
-CLI = [sys.executable, "-c", "from designer.cli import main; main()"]
+#: Imported once before the commands are forked (most of their start-up); importing them writes nothing.
+PRELOAD = ["numpy", "scipy.optimize", "scipy.sparse", "scipy.stats", "highspy", "cdd", "flint", "rich", "pydantic"]
 RECORDS = ["--data", str(EXAMPLES / "robust_survey_records.csv"), "--secret", "smoker", "--public", "region", "--eps", "1"]
 
 #: command -> (arguments with {tmp} for the test's folder, expected exit code); run in this order
-#: (package before verify-package, sample-package and estimate; robust before certify-robust).
+#: (robust before certify-robust; package before verify-package, sample-package and estimate).
 CASES = {
     "certify": (["--E", str(EXAMPLES / "ldp4_E.csv"), "--channel", str(EXAMPLES / "grr4_Q.csv")], 0),
     "design": (["--E", str(EXAMPLES / "survey_E.csv"), "--out", "{tmp}/design.csv"], 0),
@@ -54,20 +53,24 @@ def test_every_json_command_has_a_case():
     assert with_json == set(CASES), "add a case for the command's --json output"
 
 
-def run(name: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    arguments, _ = CASES[name]
-    filled = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
-    return subprocess.run([*CLI, name, *filled, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-
-
-def test_json_stdout_is_exactly_one_document(tmp_path):
-    (tmp_path / "reports.csv").write_text("y\n" + "\n".join(str(index % 4) for index in range(200)) + "\n")
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """Each case's command with ``--json``, then ``demo``, each a program (:func:`forked_cli.run_forked`), by
+    name; ``"start-up"``: the imports before the forks; ``"parent"``: the process that forked them."""
+    folder = tmp_path_factory.mktemp("json")
+    (folder / "reports.csv").write_text("y\n" + "\n".join(str(index % 4) for index in range(200)) + "\n")
     first = ["robust", "package"]  # the others read what these write
-    results = {name: run(name, tmp_path) for name in first}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        rest = [name for name in CASES if name not in first]
-        results.update(zip(rest, pool.map(lambda name: run(name, tmp_path), rest)))
-    for name, result in results.items():
+    names = first + [name for name in CASES if name not in first]
+    commands = [[name, *(argument.replace("{tmp}", str(folder)) for argument in CASES[name][0]), "--json"]
+                for name in names]
+    done, parent = run_forked([*commands, ["demo"]], PRELOAD, cwd=ROOT)
+    return {"start-up": done[0], **dict(zip(names, done[1:])), "demo": done[-1], "parent": parent}
+
+
+def test_json_stdout_is_exactly_one_document(runs):
+    assert runs["start-up"].stdout == "" and runs["parent"].stdout == ""  # nothing on stdout outside the commands
+    for name in CASES:
+        result = runs[name]
         assert result.returncode == CASES[name][1], (name, result.stderr)
         try:
             document = json.loads(result.stdout)
@@ -76,7 +79,7 @@ def test_json_stdout_is_exactly_one_document(tmp_path):
         assert isinstance(document, dict) and document, name
 
 
-def test_the_demo_prints_no_solver_banner():
-    result = subprocess.run([*CLI, "demo"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_the_demo_prints_no_solver_banner(runs):
+    result = runs["demo"]
     assert result.returncode == 0, result.stderr
     assert "optimal" in result.stdout and "HiGHS" not in result.stdout + result.stderr

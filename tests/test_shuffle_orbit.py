@@ -134,8 +134,11 @@ def test_every_materialised_pair_is_bounded_by_its_orbit_class(name, document):
 
 
 @pytest.mark.parametrize("name", ["ldp6", "ldp5-small-eps", "block5-6"])
-@pytest.mark.parametrize("n, population", [(1000, None), (10_000, 1000)])
+@pytest.mark.parametrize("n, population", [(1000, None), (3000, 1000)])
 def test_central_epsilon_equals_the_materialised_tables(name, n, population):
+    """Worst case, and under a population assumption, where block5-6's bound is the clone bound of the
+    population (clones+population) and the classic designs' the clone bound over all users: the same
+    bounds win at 3,000 users as at 10,000 (a third of the CPU)."""
     document = built(name)
     matrix, _, privacy = materialised(document)
     table = shuffle_guarantee(channel_pairs(Channel(matrix), privacy), n, delta=1e-6, population=population)
