@@ -151,11 +151,11 @@ def test_pre_fix_pure_ldp_oue_is_caught_and_the_fix_passes():
     assert expected == pytest.approx(1.552, abs=1e-3)
     privacy = PrivacyMatrix.classic(K, 1.0)
     results = {}
-    for name, verdict in (("sampler", "violated"), ("fixed_sampler", "no violation found")):
+    for name, expected_verdict in (("sampler", "violated"), ("fixed_sampler", "no violation found")):
         with PythonSampler(f"{FIXTURE}:{name}", {"eps": 1.0, "k": K}) as source:
             reports = collect_reports(source, K, Budget(4000), np.random.default_rng(7))
         results[name] = audit_reports(reports, privacy, rng=8, attacks=("logistic",))
-        assert results[name].verdict == verdict
+        assert results[name].verdict == expected_verdict
     assert results["fixed_sampler"].best.log_ratio < 1.15
     buggy = results["sampler"]  # the buggy client's audit (drawn and audited with the same seeds as before)
     assert buggy.violations[0].log_ratio == pytest.approx(expected, abs=0.15)

@@ -236,3 +236,18 @@ def test_cli_prints_the_method_the_bounds_and_the_move(tmp_path):
     assert design_symmetric(ClassStructure.block([8] * 4, 1.0)).objective == pytest.approx(
         json.loads(runner.invoke(app, ["design", "--family", "block", "--k", "32", "--blocks", "4", "--eps", "1",
                                        "--out", str(out), "--json"]).stdout)["objective"], abs=1e-13)
+
+
+def test_an_unused_output_stays_zero_when_the_channel_moves_inside(recwarn):
+    """A column of zeros (an output the design never reports) is left at 0, with no NaN on the way."""
+    from designer.design.interior import move_inside
+
+    epsilon = np.log(3.0)
+    rr = np.array([[3.0, 1.0], [1.0, 3.0]]) / 4  # tight on both pairs: it must move
+    matrix = np.hstack([rr, np.zeros((2, 1))])
+    allowed = np.full((2, 2), epsilon)
+    moved = move_inside(matrix, np.full((2, 2), epsilon), allowed)
+    assert moved.shrink > 0 and np.all(moved.matrix[:, 2] == 0)
+    assert np.all(np.isfinite(moved.matrix)) and np.allclose(moved.matrix.sum(axis=1), 1.0, atol=1e-15)
+    assert np.log(moved.matrix[0, 0] / moved.matrix[1, 0]) < epsilon
+    assert not [warning for warning in recwarn if issubclass(warning.category, RuntimeWarning)]

@@ -112,7 +112,8 @@ def move_inside(matrix: np.ndarray, tight: np.ndarray, allowed: np.ndarray) -> I
     if not needing.any():
         return Interior(matrix, 0.0, _small_pairs_hold(matrix, small))
     factor = float(np.min((low[needing] - budget[needing]) / tight[needing]))
-    moved = np.where(positive, np.exp(top + factor * (logs - top)), 0.0)
+    centre = np.where(used, top, 0.0)  # an unused (all-zero) column stays zero, without -inf + inf on the way
+    moved = np.where(positive, np.exp(centre + factor * (logs - centre)), 0.0)
     moved = _restore_row_sums(moved)
     return Interior(moved, 1.0 - factor, _small_pairs_hold(moved, small))
 
