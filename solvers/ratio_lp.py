@@ -413,7 +413,7 @@ def column_generation_by_output(
 
 def _priced_from_vertices(master: _Master, vertices: np.ndarray, scaled: np.ndarray, objective: float, u: np.ndarray,
                           deadline: float, gap_tolerance: float) -> tuple[float, np.ndarray, int]:
-    """Columns ``(y, v)`` for the points ``v`` already found, the most negative reduced cost per output, until the master stalls.
+    """Columns ``(y, v)`` for the points ``v`` found so far, the best per output, until the master stalls.
 
     A point of K found for one output is a column for every output: its reduced cost
     ``(cost[:, y] - u) . v`` for all outputs and points is one matrix product, where a pricing LP per output
