@@ -454,3 +454,29 @@ def test_points_found_for_one_output_serve_every_output(seed):
     assert added > 0 and objective < start - 0.05
     assert objective == pytest.approx(every.fun, rel=1e-12)
     assert (cost.T @ points.T - points @ u).min() >= -1e-12  # no point prices out for any output any more
+
+
+def test_an_answer_the_repair_cannot_certify_gives_way_to_the_next_best(monkeypatch):
+    """The restricted output LP's answer is taken only when its repair certifies; else column generation's channel."""
+    import dataclasses
+    import types
+
+    import designer.design.loss_decomposition as decomposition
+    import designer.design.repair as repair
+    import solvers.ratio_lp as ratio_lp
+
+    monkeypatch.setattr(decomposition, "TAILING_ROUNDS", 2)
+    generated, real_generation, real_restricted = [], ratio_lp.column_generation_by_output, ratio_lp.restricted_output_lp
+    monkeypatch.setattr(ratio_lp, "column_generation_by_output",
+                        lambda *a, **o: generated.append(real_generation(*a, **o)) or generated[-1])
+    # the restricted answer claims the least objective, and the (patched) repair check refuses it
+    monkeypatch.setattr(ratio_lp, "restricted_output_lp",
+                        lambda *a, **o: dataclasses.replace(real_restricted(*a, **o), objective=-1.0))
+    checked = []
+    monkeypatch.setattr(repair, "certify_design",
+                        lambda channel, privacy, exact: checked.append(channel) or types.SimpleNamespace(verdict="violated"))
+    privacy, distance, prior, _ = grid_problem((4, 4), 0.1, 6)
+    result = design_expected_loss(privacy, distance, prior, method="column-generation")
+    assert len(checked) == 1 and "restricted output LP" in result.methods[0]
+    assert result.certified
+    assert result.objective == pytest.approx(generated[0].objective, rel=1e-9)
