@@ -121,7 +121,7 @@ def decompose_by_output(
 
 
 def _best_repairable(privacy: PrivacyMatrix, runs: list):
-    """The run of least objective whose channel the repair brings onto the cone (float certifier), else the least.
+    """The run of least objective whose channel the repair brings onto the cone (float certifier); else the run of largest.
 
     The restricted output LP's interior-point answer can sit too far from the cone for the repair: its rows
     no longer sum to 1 after the columns are lowered, and dividing them out breaks ratios (a 350-node graph:
