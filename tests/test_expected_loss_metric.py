@@ -462,21 +462,24 @@ def test_an_answer_the_repair_cannot_certify_gives_way_to_the_next_best(monkeypa
     import types
 
     import designer.design.loss_decomposition as decomposition
-    import designer.design.repair as repair
     import solvers.ratio_lp as ratio_lp
 
     monkeypatch.setattr(decomposition, "TAILING_ROUNDS", 2)
     generated, real_generation, real_restricted = [], ratio_lp.column_generation_by_output, ratio_lp.restricted_output_lp
     monkeypatch.setattr(ratio_lp, "column_generation_by_output",
                         lambda *a, **o: generated.append(real_generation(*a, **o)) or generated[-1])
-    # the restricted answer claims the least objective, and the (patched) repair check refuses it
+    # the restricted answer claims the least objective, and the (patched) certifier refuses the first channel
     monkeypatch.setattr(ratio_lp, "restricted_output_lp",
                         lambda *a, **o: dataclasses.replace(real_restricted(*a, **o), objective=-1.0))
-    checked = []
-    monkeypatch.setattr(repair, "certify_design",
-                        lambda channel, privacy, exact: checked.append(channel) or types.SimpleNamespace(verdict="violated"))
+    checked, real_certify = [], expected_loss_module.certify_design
+
+    def refuse_first(channel, privacy, exact):
+        checked.append(channel)
+        return types.SimpleNamespace(verdict="violated") if len(checked) == 1 else real_certify(channel, privacy, exact)
+
+    monkeypatch.setattr(expected_loss_module, "certify_design", refuse_first)
     privacy, distance, prior, _ = grid_problem((4, 4), 0.1, 6)
     result = design_expected_loss(privacy, distance, prior, method="column-generation")
-    assert len(checked) == 1 and "restricted output LP" in result.methods[0]
-    assert result.certified
+    assert len(checked) == 2 and "restricted output LP" in result.methods[0]
+    assert result.certified and result.channel is not checked[0]
     assert result.objective == pytest.approx(generated[0].objective, rel=1e-9)
