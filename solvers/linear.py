@@ -317,3 +317,21 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         pair_duals=np.maximum(pair_duals, 0.0).reshape(n, m) / scale,
         status=status,
     )
+
+
+def solve_ratio_bounded_stochastic_lp_by_either(cost, pairs, ratios, backends=("clarabel", "highs"),
+                                                seconds: float | None = None):
+    """:func:`solve_ratio_bounded_stochastic_lp` by each backend in turn until one solves it, all within ``seconds``.
+
+    Returns ``(result, backend, failures)``: the first answer (None when every backend failed) with the
+    backend that gave it, and one ``"backend: error"`` line per failure before it. A backend that finds no
+    time left fails like any other.
+    """
+    start, failures = time.perf_counter(), []
+    for backend in backends:
+        limit = None if seconds is None else max(seconds - (time.perf_counter() - start), 0.0)
+        try:
+            return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=backend, time_limit=limit), backend, failures
+        except LinearProgramError as error:
+            failures.append(f"{backend}: {error}")
+    return None, None, failures

@@ -47,7 +47,7 @@ import numpy as np
 from scipy import sparse
 
 from solvers.column_generation import slice_model
-from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
+from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp_by_either
 from solvers.quiet import silent_highs
 
 #: Least-squares weights of the master's support below ``-POLISH_NEGATIVE`` times the largest are a real change of
@@ -480,9 +480,10 @@ def restricted_output_lp(
     lower, rounds, lps, history, stopped = lower_bound, 0, 0, [], "time"
     solution, objective = None, math.inf
     while True:
-        try:  # within what is left of the budget; a solve stopped by it leaves the previous round's answer
-            solved_set = _solve_either(cost[:, chosen], pairs, ratios, max(max_seconds - (time.perf_counter() - start), 0.0))
-        except LinearProgramError:
+        # Clarabel, else HiGHS, within what is left of the budget; a solve stopped by it leaves the previous answer
+        solved_set, _, _ = solve_ratio_bounded_stochastic_lp_by_either(
+            cost[:, chosen], pairs, ratios, seconds=max_seconds - (time.perf_counter() - start))
+        if solved_set is None:
             stopped = "time" if time.perf_counter() - start > max_seconds else "failed"
             break
         rounds += 1
@@ -547,13 +548,3 @@ def _polished(columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     polished = np.zeros_like(weights)
     polished[support] = solved
     return polished
-
-
-def _solve_either(cost, pairs, ratios, seconds: float):
-    """The direct LP with Clarabel, or HiGHS when Clarabel fails, both within ``seconds`` in all."""
-    start = time.perf_counter()
-    try:
-        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="clarabel", time_limit=seconds)
-    except LinearProgramError:  # no time left is refused by the call itself
-        return solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs",
-                                                 time_limit=seconds - (time.perf_counter() - start))

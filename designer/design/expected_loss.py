@@ -245,18 +245,14 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
     generation starts from its own columns.
     """
     from designer.design.loss_decomposition import constraint_pairs, decompose_by_output
-    from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
+    from solvers.linear import solve_ratio_bounded_stochastic_lp_by_either
     from solvers.ratio_lp import lagrangian_lower_bound
 
     pairs, ratios, bound_ratios = constraint_pairs(privacy, constraints)
-    notes, history, solution = [], [], None
-    for name in (backend, "highs" if backend == "clarabel" else "clarabel"):
-        try:
-            solution = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend=name,
-                                                         time_limit=max(max_seconds - (time.perf_counter() - start), 0.0))
-            break
-        except LinearProgramError as error:
-            notes.append(f"{name}: {error}")
+    history = []
+    solution, name, notes = solve_ratio_bounded_stochastic_lp_by_either(
+        cost, pairs, ratios, (backend, "highs" if backend == "clarabel" else "clarabel"),
+        max_seconds - (time.perf_counter() - start))
     seed = None
     lower = -math.inf
     if solution is not None:
