@@ -170,11 +170,12 @@ def test_lagrangian_bound_from_any_multipliers():
     cost = rng.random((6, 6))
     optimum = lp_optimum(cost, all_pairs(epsilon))
     for _ in range(20):
-        bound = lagrangian_lower_bound(cost, rng.normal(size=6), pairs, ratios, rng.exponential(size=(len(pairs), 6)))
+        bound = lagrangian_lower_bound(cost, pairs, ratios, rng.exponential(size=(len(pairs), 6)))
         assert bound <= optimum
-    # u = the row minima, no pair multipliers: sum_x min_y cost[x, y], the best unconstrained choice row by row
-    assert lagrangian_lower_bound(cost, cost.min(axis=1), pairs, ratios, np.zeros((len(pairs), 6))) == pytest.approx(
-        cost.min(axis=1).sum(), rel=1e-14)
+    # no pair multipliers: sum_x min_y cost[x, y], the best unconstrained choice row by row (positive here:
+    # every row of a channel sums to exactly 1, so a row whose costs are all positive counts, not only 0)
+    bound = lagrangian_lower_bound(cost, pairs, ratios, np.zeros((len(pairs), 6)))
+    assert bound == pytest.approx(cost.min(axis=1).sum(), rel=1e-14) and 0 < bound <= optimum
 
 
 def test_highs_no_longer_loses_far_entries():
@@ -483,3 +484,30 @@ def test_an_answer_the_repair_cannot_certify_gives_way_to_the_next_best(monkeypa
     assert len(checked) == 2 and "restricted output LP" in result.methods[0]
     assert result.certified and result.channel is not checked[0]
     assert result.objective == pytest.approx(generated[0].objective, rel=1e-9)
+
+
+def test_rounds_price_at_a_stability_centre_whose_bound_is_kept():
+    """The second round prices at the centre u = 0: its bound is at least k min_y rho_y(0) (slice LPs in scipy),
+    well above the first round's at the master's multipliers; the smoothed rounds still reach the edge-only LP."""
+    import solvers.ratio_lp as ratio_lp
+    from designer.design.loss_decomposition import constraint_pairs, start_columns
+
+    graph = nx.random_geometric_graph(40, 0.3, seed=2)
+    graph = graph.subgraph(max(nx.connected_components(graph), key=len)).copy()
+    privacy = PrivacyMatrix.from_graph(graph, 0.5)
+    k = privacy.k
+    cost = privacy.epsilon / 0.5 / k  # uniform prior, hop-count loss
+    pairs, ratios, bound_ratios = constraint_pairs(privacy)
+    slice_rows = np.zeros((len(pairs), k))
+    slice_rows[np.arange(len(pairs)), pairs[:, 0]] = 1.0
+    slice_rows[np.arange(len(pairs)), pairs[:, 1]] = -ratios
+    rho = [scipy.optimize.linprog(cost[:, y], A_ub=slice_rows, b_ub=np.zeros(len(pairs)), A_eq=np.ones((1, k)),
+                                  b_eq=[1.0], bounds=(0, None), method="highs-ds").fun for y in range(k)]
+    optimum = lp_optimum(cost, [(a, b, r) for (a, b), r in zip(pairs, ratios)])
+    columns, owners = start_columns(privacy, cost)
+    smoothed = ratio_lp.column_generation_by_output(cost, pairs, ratios, columns, owners, gap_tolerance=1e-8,
+                                                    bound_ratios=bound_ratios)
+    assert [entry["smoothing"] for entry in smoothed.history[:4]] == [0.0, 1.0, 0.0, ratio_lp.SMOOTHING]
+    assert smoothed.history[1]["lower_bound"] >= k * min(rho) * (1 - 1e-9) > 2 * smoothed.history[0]["lower_bound"]
+    assert smoothed.lower_bound <= optimum <= smoothed.objective + 1e-12
+    assert smoothed.objective == pytest.approx(optimum, rel=1e-7)

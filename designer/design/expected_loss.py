@@ -258,7 +258,7 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
     if solution is not None:
         seed = project_into_cone(privacy, raise_into_cone(privacy, solution.matrix))
         upper = float(np.sum(cost * seed))
-        lower = lagrangian_lower_bound(cost, solution.row_duals, pairs, bound_ratios, solution.pair_duals)
+        lower = lagrangian_lower_bound(cost, pairs, bound_ratios, solution.pair_duals)
         history.append({"backend": name, "status": solution.status, "upper": upper, "lower_bound": lower,
                         "seconds": round(time.perf_counter() - start, 3)})
         notes.append(f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {name}, {solution.status})")
