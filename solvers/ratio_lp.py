@@ -356,8 +356,7 @@ def column_generation_by_output(
     lower, rounds, lps, history, stopped = -math.inf, 0, 0, [], "time"
     executor = ThreadPoolExecutor(len(pricing)) if len(pricing) > 1 else None
     vertices = np.unique(columns, axis=0)  # every point of K found so far, offered to every output
-    # the stability centre (module docstring): u = 0 until a round has priced there, then the multipliers of the best bound
-    centre, best, zero_priced = np.zeros(k), np.zeros(k), False
+    best = np.zeros(k)  # the multipliers of the best bound so far: the stability centre from round 4 on
     while True:
         rounds += 1
         objective, u, _ = master.solve()
@@ -365,9 +364,9 @@ def column_generation_by_output(
                                                             gap_tolerance)
         threshold = -PRICING_TOLERANCE * max(abs(objective), 1e-300) / k
         objective, u = objective / scale, u / scale
-        # odd rounds price at the master's multipliers, even ones near the centre (the first time, at u = 0)
-        smoothing = 0.0 if rounds % 2 else (SMOOTHING if zero_priced else 1.0)
-        at = smoothing * centre + (1.0 - smoothing) * u
+        # odd rounds price at the master's multipliers, even ones near the centre (module docstring): round 2 at u = 0
+        smoothing = 0.0 if rounds % 2 else (1.0 if rounds == 2 else SMOOTHING)
+        at = smoothing * (best if rounds > 2 else 0.0) + (1.0 - smoothing) * u
 
         def price(worker: int) -> list:
             """Price this worker's share of the outputs (every len(pricing)-th) until done or out of time."""
@@ -394,8 +393,6 @@ def column_generation_by_output(
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, pair_duals)
         if bound > lower:
             lower, best = bound, at
-        zero_priced = zero_priced or smoothing == 1.0
-        centre = best if zero_priced else centre
         if _closed(history, progress, start, lower, objective, gap_tolerance, new_columns=len(new_columns),
                    reused_columns=from_vertices, smoothing=smoothing):
             stopped = "gap"
