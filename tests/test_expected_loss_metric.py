@@ -6,6 +6,7 @@ grid's edges only), brute force over every deterministic remap, the geometric me
 
 import itertools
 import math
+import time
 import json
 
 import networkx as nx
@@ -446,7 +447,7 @@ def test_points_found_for_one_output_serve_every_output(seed):
     master = _Master(k)  # the start of column generation: output y owns the shape at y, and the constant column
     master.add(points[:k], np.arange(k), np.einsum("jx,xj->j", points[:k], cost))
     master.add(points[-1:], np.array([0]), points[-1:] @ cost[:, [0]])
-    start, u, _ = master.solve()
+    start, u, _, _ = master.solve()
     objective, u, added = _priced_from_vertices(master, points, cost, start, u, math.inf, 1e-9)
     pairs = [(y, j) for y in range(k) for j in range(points.shape[0])]
     every = scipy.optimize.linprog([cost[:, y] @ points[j] for y, j in pairs],
@@ -455,6 +456,46 @@ def test_points_found_for_one_output_serve_every_output(seed):
     assert added > 0 and objective < start - 0.05
     assert objective == pytest.approx(every.fun, rel=1e-12)
     assert (cost.T @ points.T - points @ u).min() >= -1e-12  # no point prices out for any output any more
+
+
+def test_a_master_out_of_time_keeps_its_earlier_answer():
+    """A re-solve past the deadline returns the last optimal answer, padded with zeros for the new columns (feasible)."""
+    from solvers.ratio_lp import _Master
+
+    privacy, distance, _, _ = grid_problem((4, 4), 0.5, 4)
+    k = privacy.k
+    cost = distance / distance.max()
+    laplace = np.exp(-privacy.closure().epsilon)
+    laplace /= laplace.sum(axis=1, keepdims=True)
+    master = _Master(k)
+    master.add(np.ones((1, k)) / k, np.array([0]), np.full(k, 1 / k) @ cost[:, [0]])
+    earlier, duals, weights, finished = master.solve(deadline=time.perf_counter() - 1.0)  # no answer yet: solved
+    assert finished and weights.size == 1
+    master.add(laplace, np.arange(k), np.einsum("jx,xj->j", laplace, cost))
+    objective, late_duals, padded, finished = master.solve(deadline=time.perf_counter() - 1.0)
+    assert not finished and objective == earlier and np.array_equal(late_duals, duals)
+    assert padded.shape == (k + 1,) and np.array_equal(padded[1:], np.zeros(k))
+    assert np.allclose(master.columns.T @ padded, 1.0, atol=1e-9)
+    objective, _, weights, finished = master.solve()
+    every = scipy.optimize.linprog(np.einsum("jx,xj->j", master.columns, cost[:, master.owners]),
+                                   A_eq=master.columns.T, b_eq=np.ones(k), bounds=(0, None), method="highs-ds")
+    assert finished and objective < earlier - 0.05 and objective == pytest.approx(every.fun, rel=1e-9)
+
+
+def test_outputs_are_priced_along_a_nearest_neighbour_tour_of_their_costs():
+    """Each step of the tour goes to the nearest output not yet visited (distances by scipy), from the cheapest."""
+    from scipy.spatial.distance import cdist
+
+    from solvers.ratio_lp import output_tour
+
+    rng = np.random.default_rng(3)
+    cost = rng.random((7, 40))
+    tour = output_tour(cost)
+    assert sorted(tour.tolist()) == list(range(40)) and tour[0] == np.argmin(cost.sum(axis=0))
+    distances = cdist(cost.T, cost.T)
+    for step in range(1, 40):
+        unvisited = np.setdiff1d(np.arange(40), tour[:step])
+        assert distances[tour[step - 1], tour[step]] == pytest.approx(distances[tour[step - 1], unvisited].min(), abs=1e-12)
 
 
 def test_an_answer_the_repair_cannot_certify_gives_way_to_the_next_best(monkeypatch):
@@ -487,9 +528,9 @@ def test_an_answer_the_repair_cannot_certify_gives_way_to_the_next_best(monkeypa
 
 
 def test_rounds_price_at_a_stability_centre_whose_bound_is_kept():
-    """The second round prices at the centre u = 0: its bound is at least k min_y rho_y(0) (slice LPs in scipy),
-    positive where the first round's, at the master's multipliers, is negative (-25 here); the smoothed rounds
-    still reach the edge-only LP."""
+    """Round 1 prices at the master's multipliers, then at the centre u = 0: that bound is at least k min_y rho_y(0)
+    (slice LPs in scipy), positive where the one at the master's multipliers is negative (-25 here); later rounds
+    price at u and near the centre, and still reach the edge-only LP."""
     import solvers.ratio_lp as ratio_lp
     from designer.design.loss_decomposition import constraint_pairs, start_columns
 
@@ -509,6 +550,7 @@ def test_rounds_price_at_a_stability_centre_whose_bound_is_kept():
     smoothed = ratio_lp.column_generation_by_output(cost, pairs, ratios, columns, owners, gap_tolerance=1e-8,
                                                     bound_ratios=bound_ratios)
     assert [entry["smoothing"] for entry in smoothed.history[:4]] == [0.0, 1.0, 0.0, ratio_lp.SMOOTHING]
+    assert [entry["round"] for entry in smoothed.history[:4]] == [1, 1, 2, 2]
     assert smoothed.history[1]["lower_bound"] >= k * min(rho) * (1 - 1e-9) > 0 > smoothed.history[0]["lower_bound"]
     assert smoothed.lower_bound <= optimum <= smoothed.objective + 1e-12
     assert smoothed.objective == pytest.approx(optimum, rel=1e-7)

@@ -49,10 +49,16 @@ def test_unreadable_parts_are_quarantined_and_recomputed(tmp_path):
     assert len(pd.read_parquet(out)) == 6
 
 
-def test_retry_failed_recomputes_timed_out_cells(tmp_path):
+def test_retry_failed_recomputes_timed_out_cells(tmp_path, monkeypatch):
+    import designer.sweep.execution as execution
+
     plan = write(tmp_path / "plan.toml", ROBUST_PLAN.replace('"srr", "grr-cr", "polyopt"', '"polyopt"').replace("count = 2", "count = 1"))
     out = tmp_path / "out"
-    first = run_cli("sweep", str(plan), "--out", str(out), "--workers", "0", "--cell-timeout", "0.0001")
+    with monkeypatch.context() as patch:  # every cell outlasts the timeout (a cell warm from earlier tests can take
+        # under 0.1 ms, and holding the GIL it finished before the join's timeout returned: 1 in ~3 runs of the files)
+        computed = execution.run_cell
+        patch.setattr(execution, "run_cell", lambda *arguments: (time.sleep(0.05), computed(*arguments))[1])
+        first = run_cli("sweep", str(plan), "--out", str(out), "--workers", "0", "--cell-timeout", "0.0001")
     assert "2 computed" in first.stderr and "2 failed (2 timed out)" in first.stderr
     assert "2 of the plan's stored cells record an error; --retry-failed recomputes them" in first.stderr
     again = run_cli("sweep", str(plan), "--out", str(out), "--workers", "0", "--cell-timeout", "600")
