@@ -345,7 +345,7 @@ def column_generation_by_output(
     max_seconds : float
         Wall-clock budget, checked after every pricing LP.
     progress : callable, optional
-        ``progress(lower_bound, objective, seconds)`` after every round.
+        ``progress(lower_bound, objective, seconds)`` after every pricing of the outputs (two a round).
     bound_ratios : array_like (n,), optional
         Ratios for :func:`lagrangian_lower_bound` (default ``ratios``): pass them rounded up when the
         ratios are floats of an exact cone.
@@ -389,7 +389,7 @@ def column_generation_by_output(
         objective, u = objective / scale, u / scale
         # each round prices at the master's multipliers, then (unless that ends the run) near the stability centre
         # (module docstring): at u = 0 in round 1, later at SMOOTHING * best + (1 - SMOOTHING) * u
-        new_columns, ended, centre = {}, False, best  # (output, vertex) -> vertex; the centre as the round began
+        joining, ended, centre = {}, False, best  # (output, vertex) -> vertex; the centre as the round began
         for smoothing in (0.0, 1.0 if rounds == 1 else SMOOTHING):
             at = smoothing * centre + (1.0 - smoothing) * u
 
@@ -413,20 +413,20 @@ def column_generation_by_output(
             lps += len(priced)
             out_of_time = len(priced) < m
             unsolved = sum(vertex is None for _, _, vertex in priced)
-            found = 0
+            priced_out = 0
             for y, reduced, vertex in priced:
                 if reduced < threshold and vertex is not None:
-                    found += 1
-                    new_columns[(y, np.round(vertex, 12).tobytes())] = vertex
+                    priced_out += 1
+                    joining[(y, np.round(vertex, 12).tobytes())] = vertex
             bound = lagrangian_lower_bound(cost, pairs, bound_ratios, pair_duals)
             if bound > lower:
                 lower, best = bound, at
-            if _closed(history, progress, start, lower, objective, gap_tolerance, round=rounds, new_columns=found,
+            if _closed(history, progress, start, lower, objective, gap_tolerance, round=rounds, new_columns=priced_out,
                        reused_columns=from_vertices, smoothing=smoothing):
                 stopped, ended = "gap", True
-            elif smoothing == 0.0 and not found and not out_of_time and not unsolved:
+            elif smoothing == 0.0 and not priced_out and not out_of_time and not unsolved:
                 stopped, ended = "priced out", True
-            elif smoothing == 0.0 and not found and unsolved:  # nothing to add, and the unsolved LPs would fail again
+            elif smoothing == 0.0 and not priced_out and unsolved:  # nothing to add, and the unsolved LPs would fail again
                 stopped, ended = "pricing failed", True
             if ended or out_of_time:
                 break
@@ -435,8 +435,8 @@ def column_generation_by_output(
         if max_rounds is not None and rounds >= max_rounds:
             stopped = "rounds"
             break
-        new_owners = np.array([y for y, _ in new_columns])
-        new_columns = np.vstack(list(new_columns.values()))
+        new_owners = np.array([y for y, _ in joining])
+        new_columns = np.vstack(list(joining.values()))
         master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, scaled[:, new_owners]))
         vertices = np.vstack([vertices, new_columns])
     if executor is not None:
