@@ -431,9 +431,13 @@ def test_cli_says_when_the_time_budget_stopped_an_expected_loss_design(tmp_path)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_points_found_for_one_output_serve_every_output(seed):
-    """The passes over the points found so far reach the master over every (output, point) pair: an LP in the test."""
+def test_points_found_for_one_output_serve_every_output(seed, monkeypatch):
+    """The passes over the points found so far (as many as they take) reach the master over every (output, point)
+    pair: an LP in the test."""
+    import solvers.ratio_lp as ratio_lp
     from solvers.ratio_lp import _Master, _priced_from_vertices
+
+    monkeypatch.setattr(ratio_lp, "VERTEX_PASSES", 100)  # a round has 3; here they run until nothing prices out
 
     privacy, distance, _, _ = grid_problem((3, 3), 0.5, 3)
     k = privacy.k
