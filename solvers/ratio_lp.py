@@ -71,8 +71,9 @@ POLISH_NEGATIVE = 1e-12
 #: Pricing LPs whose value is below ``-PRICING_TOLERANCE`` times the master's value (over k) add a column.
 PRICING_TOLERANCE = 1e-10
 #: Passes of pricing the points already found for every output before each round of pricing LPs (see
-#: _priced_from_vertices). Each re-solves the master, the costly step on large graphs: 3 instead of 10 took a 40 x 40
-#: grid from 233 s to 139 s and the 1,000-node random geometric graph from 0.2155 to 0.2015 in 600 s.
+#: _priced_from_vertices). Each re-solves the master, the costly step on large graphs: with 3 instead of 10 a 40 x 40
+#: grid closes in 139 s (233 s in an earlier benchmark), and the 1,000-node random geometric graph's master reaches
+#: 0.2015 in 600 s instead of 0.2155.
 VERTEX_PASSES = 3
 #: A pass that lowers the master by less than this fraction of the gap tolerance (relative) is idle (a degenerate
 #: master's pivots often are; the next pass may still gain); VERTEX_IDLE idle passes in a row end the passes.
