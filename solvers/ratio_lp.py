@@ -56,6 +56,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import highspy
 import numpy as np
@@ -380,6 +381,23 @@ def column_generation_by_output(
     vertices = np.unique(columns, axis=0)  # every point of K found so far, offered to every output
     shares_of_tour = np.array_split(output_tour(scaled), len(pricing))  # each worker warm-starts along its stretch
     best = np.zeros(k)  # the multipliers of the best bound so far: the stability centre
+
+    def price(worker: int, at: np.ndarray, u: np.ndarray) -> list:
+        """Price this worker's stretch of the tour of outputs at ``at`` until done or out of time; each
+        ``(output, reduced cost at u, vertex)``."""
+        found = []
+        for y in shares_of_tour[worker].tolist():
+            if time.perf_counter() - start > max_seconds:
+                break
+            solved = pricing[worker].solve(scaled[:, y] - scale * at)
+            if solved is None:  # counted as priced, never as priced out
+                found.append((y, -math.inf, None))
+                continue
+            rho, vertex, duals = solved
+            pair_duals[:, y] = duals / scale
+            found.append((y, rho + scale * float((at - u) @ vertex), vertex))
+        return found
+
     while True:
         rounds += 1
         objective, u, _, finished = master.solve(start + max_seconds)
@@ -394,23 +412,8 @@ def column_generation_by_output(
         joining, ended, centre = {}, False, best  # (output, vertex) -> vertex; the centre as the round began
         for smoothing in (0.0, 1.0 if rounds == 1 else SMOOTHING):
             at = smoothing * centre + (1.0 - smoothing) * u
-
-            def price(worker: int) -> list:
-                """Price this worker's stretch of the tour of outputs until done or out of time."""
-                found = []
-                for y in shares_of_tour[worker].tolist():
-                    if time.perf_counter() - start > max_seconds:
-                        break
-                    solved = pricing[worker].solve(scaled[:, y] - scale * at)
-                    if solved is None:  # counted as priced, never as priced out
-                        found.append((y, -math.inf, None))
-                        continue
-                    rho, vertex, duals = solved
-                    pair_duals[:, y] = duals / scale
-                    found.append((y, rho + scale * float((at - u) @ vertex), vertex))  # its reduced cost at u
-                return found
-
-            shares = list(executor.map(price, range(len(pricing)))) if executor is not None else [price(0)]
+            shares = (list(executor.map(price, range(len(pricing)), repeat(at), repeat(u)))
+                      if executor is not None else [price(0, at, u)])
             priced = sorted((item for share in shares for item in share), key=lambda item: item[0])
             lps += len(priced)
             out_of_time = len(priced) < m
