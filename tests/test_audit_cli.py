@@ -75,16 +75,20 @@ def test_command_source_and_report_file(files):
     lines = ["input,report"] + [f"{x},{label}" for x in range(4) for label in grr_labels(x, 8000, rng, 1.0, 4)]
     pairs = files["dir"] / "pairs.csv"
     pairs.write_text("\n".join(lines) + "\n")
-    from_file = audit("--E", files["E08"], "--reports", pairs, "--json")
+    from_file = audit("--E", files["E08"], "--reports", pairs, "--json", "--seed", 3)
     assert from_file.exit_code == 1, from_file.output
     payload = json.loads(from_file.stdout)
     assert payload["reports_per_input"] == {"min": 8000, "max": 8000}
-    assert payload["violations"][0]["event"] == "report = " + repr(chr(ord("a") + payload["violations"][0]["x"]))
+    # a witness may be a single report or a logistic-score threshold (about 1 split in 10 ranks one of those
+    # first); every single-report witness names the string report that input x favours, quoted as bytes read
+    reports = [violation for violation in payload["violations"] if violation["event"].startswith("report = ")]
+    assert reports
+    assert all(violation["event"] == "report = " + repr(chr(ord("a") + violation["x"])) for violation in reports)
 
 
 def test_time_budget(files):
     result = audit("--E", files["E1"], "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4",
-                   "--seconds", 0.5, "--json")
+                   "--seconds", 0.5, "--json", "--seed", 1)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["reports_per_input"]["min"] >= 64
 
@@ -156,10 +160,10 @@ def test_report_file_with_missing_inputs_tests_the_others(files):
     lines = [f"{x},{value}" for x in (0, 1, 2) for value in grr(x, 6000, rng, 1.0, 4)]
     pairs = files["dir"] / "three.csv"
     pairs.write_text("\n".join(lines) + "\n")
-    result = audit("--E", files["E08"], "--reports", pairs)
+    result = audit("--E", files["E08"], "--reports", pairs, "--seed", 1)
     assert result.exit_code == 1, result.output
     assert "no reports of inputs [3]" in result.stdout and "channel estimated" not in result.stdout
-    payload = json.loads(audit("--E", files["E08"], "--reports", pairs, "--json").stdout)
+    payload = json.loads(audit("--E", files["E08"], "--reports", pairs, "--json", "--seed", 1).stdout)
     assert payload["inputs_without_reports"] == [3] and payload["pairs_constrained"] == 6
 
 
