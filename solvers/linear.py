@@ -248,7 +248,6 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
 
     ``time_limit`` (seconds) is passed to the solver; a solve it stops raises :class:`LinearProgramError`.
     """
-    from scipy import sparse
 
     cost = np.asarray(cost, dtype=float)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -266,21 +265,8 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         raise LinearProgramError("ratio-bounded LP not solved: no time left")
     start = time.perf_counter()
     n = pairs.shape[0]
-    # Variable index of M[i, j] is i * m + j. Ratio row (p, j): M[a,j] - r_p M[b,j] <= 0.
-    row_ids = np.arange(n * m)
-    columns_a = (pairs[:, 0:1] * m + np.arange(m)).ravel()
-    columns_b = (pairs[:, 1:2] * m + np.arange(m)).ravel()
-    upper = sparse.csr_matrix(
-        (
-            np.concatenate([np.ones(n * m), -np.repeat(ratios, m)]),
-            (np.concatenate([row_ids, row_ids]), np.concatenate([columns_a, columns_b])),
-        ),
-        shape=(n * m, k * m),
-    )
-    rows_sum = sparse.kron(sparse.eye(k, format="csr"), np.ones((1, m)), format="csr")
-    # the solvers' tolerances are absolute: costs scaled to at most 1 (prior x loss is often ~1e-4; HiGHS
-    # stopped at "Unknown" and Clarabel at "AlmostSolved" on such costs), multipliers scaled back
-    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
+    upper, rows_sum = ratio_rows(pairs, ratios, k, m)
+    scale = cost_scale(cost)
     if backend == "clarabel":
         solution, row_duals, pair_duals, status = _stochastic_lp_clarabel(scale * cost.ravel(), upper, rows_sum,
                                                                           time_limit)
@@ -317,6 +303,36 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         pair_duals=np.maximum(pair_duals, 0.0).reshape(n, m) / scale,
         status=status,
     )
+
+
+def ratio_rows(pairs: np.ndarray, ratios: np.ndarray, k: int, m: int):
+    """``(upper, rows_sum)``: the sparse rows ``M[a, j] - r_p M[b, j] <= 0`` (row ``p m + j``) and ``sum_j M[i, j]``.
+
+    The variable index of ``M[i, j]`` is ``i m + j``.
+    """
+    from scipy import sparse
+
+    n = pairs.shape[0]
+    row_ids = np.arange(n * m)
+    columns_a = (pairs[:, 0:1] * m + np.arange(m)).ravel()
+    columns_b = (pairs[:, 1:2] * m + np.arange(m)).ravel()
+    upper = sparse.csr_matrix(
+        (
+            np.concatenate([np.ones(n * m), -np.repeat(ratios, m)]),
+            (np.concatenate([row_ids, row_ids]), np.concatenate([columns_a, columns_b])),
+        ),
+        shape=(n * m, k * m),
+    )
+    return upper, sparse.kron(sparse.eye(k, format="csr"), np.ones((1, m)), format="csr")
+
+
+def cost_scale(cost: np.ndarray) -> float:
+    """The factor that brings the largest cost to 1.
+
+    The solvers' tolerances are absolute: costs are scaled to at most 1 (prior x loss is often ~1e-4;
+    HiGHS stopped at "Unknown" and Clarabel at "AlmostSolved" on such costs), multipliers scaled back.
+    """
+    return 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
 
 
 def solve_ratio_bounded_stochastic_lp_by_either(cost, pairs, ratios, backends=("clarabel", "highs"),

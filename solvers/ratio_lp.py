@@ -181,7 +181,8 @@ class _Master:
         self.columns = np.vstack([self.columns, columns])
         self.owners = np.concatenate([self.owners, owners])
 
-    def solve(self, deadline: float | None = None) -> tuple[float, np.ndarray, np.ndarray, bool]:
+    def solve(self, deadline: float | None = None,
+              first_by_deadline: bool = False) -> tuple[float, np.ndarray, np.ndarray, bool]:
         """``(objective, duals, weights, finished)``: warm-started simplex; on any other status than optimal, from
         scratch, then HiGHS's interior point.
 
@@ -190,9 +191,13 @@ class _Master:
         ended a warm start "Infeasible". A ``deadline`` (a ``time.perf_counter()`` value) stops a solve still
         running then, once the master has an answer: that earlier answer is returned, its weights padded with
         zeros for the columns added since (still feasible), with ``finished`` False. On the 1,000-node random
-        geometric graph one re-solve took 123 s.
+        geometric graph one re-solve took 123 s. The first solve ignores the deadline unless ``first_by_deadline``;
+        then a first solve stopped by it raises :class:`LinearProgramError`.
         """
-        budget = math.inf if deadline is None or self.answer is None else max(deadline - time.perf_counter(), 0.0)
+        unbounded = deadline is None or (self.answer is None and not first_by_deadline)
+        budget = math.inf if unbounded else max(deadline - time.perf_counter(), 0.0)
+        if budget == 0 and self.answer is None:
+            raise LinearProgramError("master LP not solved within the time budget")
         self.highs.setOptionValue("time_limit", self.highs.getRunTime() + budget if math.isfinite(budget)
                                   else highspy.kHighsInf)
         for attempt in ("warm", "cold", "ipm"):
@@ -204,7 +209,9 @@ class _Master:
             if status in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
                 break
         self.highs.setOptionValue("solver", "choose")
-        if status == highspy.HighsModelStatus.kTimeLimit and self.answer is not None:
+        if status == highspy.HighsModelStatus.kTimeLimit:
+            if self.answer is None:
+                raise LinearProgramError("master LP not solved within the time budget")
             return (*self.latest(), False)
         if status != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"master LP not solved: {self.highs.modelStatusToString(status)}")
@@ -330,6 +337,8 @@ def column_generation_by_output(
     bound_ratios=None,
     threads: int = 1,
     max_rounds: int | None = None,
+    centre=None,
+    first_by_deadline: bool = False,
 ) -> OutputColumnGeneration:
     """Column generation by output for the ratio-constrained stochastic LP (module docstring).
 
@@ -360,6 +369,12 @@ def column_generation_by_output(
         Stop after this many rounds (``stopped="rounds"``): a master that tails off (one new column per
         output and round while an output's column needs many vertices) is better finished by
         :func:`restricted_output_lp` over the outputs it uses.
+    centre : array_like (k,), optional
+        The first stability centre (default ``u = 0``): row multipliers from elsewhere, e.g. a first-order
+        method's, where round 1 prices every output a second time.
+    first_by_deadline : bool
+        Hold the first master solve to the budget too (by default it always finishes, so that there is an
+        answer): when it cannot, :class:`LinearProgramError` is raised, for a caller that has another answer.
     """
     start = time.perf_counter()
     cost = np.asarray(cost, dtype=float)
@@ -380,7 +395,8 @@ def column_generation_by_output(
     executor = ThreadPoolExecutor(len(pricing)) if len(pricing) > 1 else None
     vertices = np.unique(columns, axis=0)  # every point of K found so far, offered to every output
     shares_of_tour = np.array_split(output_tour(scaled), len(pricing))  # each worker warm-starts along its stretch
-    best = np.zeros(k)  # the multipliers of the best bound so far: the stability centre
+    # the stability centre: the multipliers of the best bound so far
+    best = np.zeros(k) if centre is None else np.asarray(centre, dtype=float)
 
     def price(worker: int, at: np.ndarray, u: np.ndarray) -> list:
         """Price this worker's stretch of the tour of outputs at ``at`` until done or out of time; each
@@ -400,7 +416,7 @@ def column_generation_by_output(
 
     while True:
         rounds += 1
-        objective, u, _, finished = master.solve(start + max_seconds)
+        objective, u, _, finished = master.solve(start + max_seconds, first_by_deadline)
         if not finished:  # out of time in the master: its earlier answer stands
             break
         objective, u, from_vertices = _priced_from_vertices(master, vertices, scaled, objective, u, start + max_seconds,

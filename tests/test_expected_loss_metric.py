@@ -473,6 +473,8 @@ def test_a_master_out_of_time_keeps_its_earlier_answer():
     laplace /= laplace.sum(axis=1, keepdims=True)
     master = _Master(k)
     master.add(np.ones((1, k)) / k, np.array([0]), np.full(k, 1 / k) @ cost[:, [0]])
+    with pytest.raises(LinearProgramError, match="within the time budget"):  # held to the deadline when asked
+        master.solve(deadline=time.perf_counter() - 1.0, first_by_deadline=True)
     earlier, duals, weights, finished = master.solve(deadline=time.perf_counter() - 1.0)  # no answer yet: solved
     assert finished and weights.size == 1
     master.add(laplace, np.arange(k), np.einsum("jx,xj->j", laplace, cost))

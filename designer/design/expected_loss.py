@@ -2,7 +2,7 @@
 
 Minimise ``sum_x prior_x sum_y Q[x, y] loss[x, y]`` over E-LDP channels. Every column of Q lies in
 the cone ``C_E``; only the non-redundant pairs of E are constraints (for a graph metric: its edges,
-as Bordenabe et al. observe). Three methods, chosen by ``method="auto"``:
+as Bordenabe et al. observe). Four methods; ``method="auto"`` picks one of the first three:
 
 - ``"closed-form"``: E is ``epsilon |i - j|`` after a relabelling and the loss is non-decreasing in
   ``|i - r|``: the truncated geometric mechanism with the consumer's optimal remap is optimal
@@ -10,7 +10,10 @@ as Bordenabe et al. observe). Three methods, chosen by ``method="auto"``:
 - ``"direct"``: the k x m LP at once (:func:`solvers.linear.solve_ratio_bounded_stochastic_lp`,
   Clarabel, then HiGHS when Clarabel's solve is inaccurate or its bound is not within the gap);
   auto uses it while ``k m <= DIRECT_MAX_ENTRIES``;
-- ``"column-generation"``: the LP by output, never built at once (:mod:`designer.design.loss_decomposition`).
+- ``"column-generation"``: the LP by output, never built at once (:mod:`designer.design.loss_decomposition`);
+  under auto, when a quarter of the budget leaves the gap open, the first-order method takes the rest;
+- ``"first-order"``: the whole edge-only LP by a primal-dual hybrid gradient method (HiGHS's PDLP;
+  :mod:`designer.design.first_order`), for large irregular graphs where the master of column generation stalls.
 
 Whatever the method, the channel is repaired onto the cone (raised, then lowered:
 :mod:`designer.design.repair`) and certified; its expected loss is the **upper bound**. The
@@ -41,7 +44,7 @@ from designer.design.result import DesignResult, json_float
 from designer.spec import PrivacyMatrix
 
 #: Methods of :func:`design_expected_loss`.
-EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation")
+EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation", "first-order")
 #: ``method="auto"`` solves the direct LP while ``k m`` is at most this (k = m = 50), else by output.
 DIRECT_MAX_ENTRIES = 2_500
 #: Default relative gap ``(upper - lower) / upper`` at which the LP methods stop. The bound's own floor is
@@ -111,7 +114,7 @@ def design_expected_loss(
         Finite loss of reporting y when the truth is x (outputs indexed like the columns).
     prior : array_like (k,), optional
         Default uniform.
-    method : {"auto", "closed-form", "direct", "column-generation"}
+    method : {"auto", "closed-form", "direct", "column-generation", "first-order"}
     max_seconds : float
         Wall-clock budget of the LP methods; on time out the certified channel so far is returned
         with its bounds (``stopped="time"``).
@@ -144,6 +147,7 @@ def design_expected_loss(
         raise ValueError(f"constraints must be 'nonredundant' or 'all-pairs', got {constraints!r}")
     if backend not in ("clarabel", "highs"):
         raise ValueError(f"unknown backend {backend!r}; choose 'clarabel' or 'highs'")
+    requested = method
     method, reason, line = route_expected_loss(privacy, loss, method, constraints)
     timings = {}
     if method == "closed-form":
@@ -156,12 +160,21 @@ def design_expected_loss(
         certificate = _certified(channel, privacy, timings)
     else:
         cost = prior[:, None] * loss
+        remaining = max_seconds - (time.perf_counter() - start)
         if method == "direct":
             solved = _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, start)
+        elif method == "first-order":
+            from designer.design.first_order import first_order
+
+            solved = first_order(privacy, cost, gap, remaining, progress)
+        elif requested == "auto":
+            from designer.design.first_order import by_output_then_first_order
+
+            solved = by_output_then_first_order(privacy, cost, gap, remaining, progress)
         else:
             from designer.design.loss_decomposition import decompose_by_output
 
-            solved = decompose_by_output(privacy, cost, gap, max_seconds - (time.perf_counter() - start), progress)
+            solved = decompose_by_output(privacy, cost, gap, remaining, progress)
         candidates, lower, stopped, history, methods = solved
         timings["repair"] = 0.0
         for matrix in candidates:  # least objective first; the first whose repair certifies is kept
@@ -225,7 +238,8 @@ def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = 
         return "closed-form", "E is epsilon |i - j| after relabelling and the loss is monotone in |i - r|", line
     if k * m <= DIRECT_MAX_ENTRIES or constraints == "all-pairs":
         return "direct", f"k m = {k * m} <= {DIRECT_MAX_ENTRIES} ({why_not})", None
-    return "column-generation", f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output ({why_not})", None
+    return "column-generation", (f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output, then a first-order method "
+                                 f"if the gap is open after a quarter of the budget ({why_not})"), None
 
 
 def _certified(channel: Channel, privacy: PrivacyMatrix, timings: dict):

@@ -1,0 +1,157 @@
+"""The expected-loss LP by a first-order method, then columns priced at its multipliers, for irregular metric E.
+
+Column generation by output (:mod:`designer.design.loss_decomposition`) closes grids fast, because the
+start columns (the geometric shape at each output) already carry the optimum, but on an irregular graph
+its master moves slowly: its multipliers start far from the optimum's, and each round prices at them. On a
+1,000-node random geometric graph 600 s ended at a certified 0.2015 with a bound of 0.0854.
+
+So the whole LP with the constraints on the edges only (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014),
+10^6 variables and 1.06e7 ratio rows there, first goes to a primal-dual hybrid gradient method
+(:mod:`solvers.first_order`, HiGHS's PDLP) for :data:`FIRST_ORDER_SHARE` of the budget:
+
+* its **pair multipliers**, whatever their accuracy, give the Lagrangian lower bound of
+  :func:`solvers.ratio_lp.lagrangian_lower_bound` (ratios rounded up, outward rounding);
+* its **iterate** is not a channel: raised onto the cone (:func:`designer.design.repair.raise_into_cone`), its
+  rows sum to 1.0002-1.0048 after 100 s on a 350-node graph, and dividing them out breaks ratios by as much.
+  Its columns, raised, join the start columns of a column generation by output
+  (:func:`solvers.ratio_lp.column_generation_by_output`);
+* its **row multipliers** are that column generation's first stability centre: round 1 prices every output
+  there, near the optimum's multipliers, instead of at ``u = 0``. On the 350-node graph (100 s of PDLP, then
+  60 s of columns) the master went 0.2291, 0.1937, 0.1904, 0.1899 ... 0.189714 against a bound of 0.188728
+  (a gap of 0.5%), where column generation alone had a gap of 12.7% after 180 s (benchmarks/RESULTS.md).
+
+The column generation's channel is exact (its rows sum to 1 to rounding: the master's weights are
+re-solved on their support); the iterate, repaired, is offered too and kept only if it certifies.
+
+``"auto"`` (:func:`designer.design.expected_loss.route_expected_loss`) first gives column generation alone
+:data:`COLUMN_GENERATION_SHARE` of the budget, and this method the rest when the gap is still open
+(:func:`by_output_then_first_order`); ``method="first-order"`` runs this method alone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from designer.design.loss_decomposition import constraint_pairs, decompose_by_output, start_columns
+from designer.design.repair import NEGLIGIBLE_COLUMN, project_into_cone, raise_into_cone
+from designer.spec import PrivacyMatrix
+
+#: ``progress(lower, upper, seconds)``, as :func:`designer.design.expected_loss.design_expected_loss` takes it.
+Progress = Callable[[float, float, float], None] | None
+#: ``(channels, lower_bound, stopped, history, methods)``, as
+#: :func:`designer.design.loss_decomposition.decompose_by_output` returns them.
+Designed = tuple[list[np.ndarray], float, str, list, list]
+
+#: Share of the budget column generation by output gets alone before the first-order method takes the rest.
+#: A 40 x 40 grid closes by columns in 140 s; on a 1,000-node random geometric graph its first round takes
+#: 200 s and leaves a gap of 60% (benchmarks/RESULTS.md).
+COLUMN_GENERATION_SHARE = 1 / 4
+#: Share of the first-order method's budget PDLP gets; column generation centred at its multipliers gets the rest.
+FIRST_ORDER_SHARE = 0.6
+#: PDLP's relative tolerance is the gap divided by this (its residuals are not the certified gap), and
+#: divided again by it when PDLP converges with the certified gap still open and time left.
+TOLERANCE_DIVISOR = 10.0
+#: The smallest tolerance HiGHS accepts.
+SMALLEST_TOLERANCE = 1e-10
+
+
+def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_seconds: float,
+                progress: Progress = None) -> Designed:
+    """PDLP on the edge-only LP, then column generation centred at its multipliers (module docstring).
+
+    Returns ``(channels, lower_bound, stopped, history, methods)`` like
+    :func:`designer.design.loss_decomposition.decompose_by_output`: the channels least expected loss first
+    (column generation's, and PDLP's iterate repaired), the proven lower bound, why it stopped (``"gap"``,
+    ``"priced out"``, ``"time"``), one history entry per PDLP run and per pricing, and a one-line description.
+    Without a PDLP iterate (no time, or a failure) the column generation starts at ``u = 0``.
+    """
+    from designer.design.gap.column_generation import default_threads
+    from solvers.first_order import FirstOrderRatioLP
+    from solvers.linear import LinearProgramError
+    from solvers.ratio_lp import column_generation_by_output, lagrangian_lower_bound
+
+    start = time.perf_counter()
+    k, m = cost.shape
+    pairs, ratios, bound_ratios = constraint_pairs(privacy)
+    tolerance = max(gap / TOLERANCE_DIVISOR, SMALLEST_TOLERANCE)
+    solver = FirstOrderRatioLP(cost, pairs, ratios, tolerance)
+    lower, centre, iterate, history, failure = -math.inf, None, None, [], ""
+    while True:
+        try:
+            result = solver.run(FIRST_ORDER_SHARE * max_seconds - (time.perf_counter() - start))
+        except LinearProgramError as error:
+            failure = f"; {error}"
+            break
+        repaired = project_into_cone(privacy, raise_into_cone(privacy, result.matrix))
+        bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
+        if bound > lower:
+            lower, centre, iterate = bound, result.row_duals, (result.matrix, repaired)
+        upper = float(np.sum(cost * repaired))
+        seconds = time.perf_counter() - start
+        history.append({"backend": "pdlp", "status": result.status, "tolerance": tolerance, "upper": upper,
+                        "lower_bound": lower, "iterations": solver.iterations, "seconds": round(seconds, 3)})
+        if progress is not None:
+            progress(lower, upper, seconds)
+        if result.status != "Optimal" or tolerance <= SMALLEST_TOLERANCE:
+            break
+        tolerance = max(tolerance / TOLERANCE_DIVISOR, SMALLEST_TOLERANCE)  # converged: tighter, from the iterate
+        solver.tighten(tolerance)
+    runs, iterations = solver.chunks, solver.iterations
+    del solver  # the LP's 2.2e7 non-zeros at k = 1,000, before the master's columns
+    columns, owners = start_columns(privacy, cost)
+    channels = []
+    if iterate is not None:
+        raised = raise_into_cone(privacy, iterate[0])
+        used = np.flatnonzero(raised.sum(axis=0) >= NEGLIGIBLE_COLUMN)
+        columns, owners = np.vstack([columns, raised[:, used].T]), np.concatenate([owners, used])
+        channels.append(iterate[1])
+    described = (f"first-order LP (HiGHS PDLP): {runs} runs, {iterations} iterations, {len(pairs) * m} ratio rows "
+                 f"({len(pairs)} pair constraints){failure}; then column generation by output centred at its "
+                 "multipliers: ")
+    try:  # its first master solve is held to the budget too (4,000 dense columns at k = 1,000 took minutes)
+        by_columns = column_generation_by_output(
+            cost, pairs, ratios, columns, owners, gap_tolerance=gap,
+            max_seconds=max(max_seconds - (time.perf_counter() - start), 0.0),
+            progress=shifted(progress, time.perf_counter() - start), bound_ratios=bound_ratios,
+            threads=default_threads(), centre=centre, first_by_deadline=True)
+    except LinearProgramError as error:  # the best constant channel (every row the same report) is E-LDP for any E
+        constant = np.zeros((k, m))
+        constant[:, int(np.argmin(cost.sum(axis=0)))] = 1.0
+        return [*channels, constant], lower, "time", history, [described + str(error)]
+    channels = sorted([*channels, by_columns.matrix], key=lambda matrix: float(np.sum(cost * matrix)))
+    lower = max(lower, by_columns.lower_bound)
+    best = float(np.sum(cost * by_columns.matrix))
+    stopped = "gap" if best - lower <= gap * abs(best) else by_columns.stopped
+    described += (f"{by_columns.rounds} rounds, {by_columns.columns} columns, {by_columns.pricing_lps} pricing LPs")
+    return channels, lower, stopped, history + by_columns.history, [described]
+
+
+def by_output_then_first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_seconds: float,
+                               progress: Progress = None) -> Designed:
+    """Column generation by output for :data:`COLUMN_GENERATION_SHARE` of the budget, then :func:`first_order`.
+
+    The first-order method runs only when column generation stopped on its share of the budget. Both bounds
+    are proven, so the larger lower bound stands, and the channels of both are returned, least expected loss
+    first (the first one's is kept when it costs less).
+    """
+    start = time.perf_counter()
+    by_output = decompose_by_output(privacy, cost, gap, COLUMN_GENERATION_SHARE * max_seconds, progress)
+    channels, lower, stopped, history, methods = by_output
+    remaining = max_seconds - (time.perf_counter() - start)
+    if stopped != "time" or remaining <= 0:
+        return by_output
+    more, more_lower, stopped, more_history, more_methods = first_order(
+        privacy, cost, gap, remaining, shifted(progress, time.perf_counter() - start))
+    combined = sorted([*channels, *more], key=lambda matrix: float(np.sum(cost * matrix)))
+    return combined, max(lower, more_lower), stopped, history + more_history, methods + more_methods
+
+
+def shifted(progress: Progress, seconds: float) -> Progress:
+    """``progress`` with ``seconds`` added to its time (a later phase reports the time since the design began)."""
+    if progress is None:
+        return None
+    return lambda lower, upper, since: progress(lower, upper, since + seconds)

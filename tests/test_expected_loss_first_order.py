@@ -1,0 +1,122 @@
+"""Expected loss by a first-order method (HiGHS's PDLP): the iterate, its bound, the master after it, the route.
+
+References are the edge-only LPs of ``test_expected_loss_metric`` (scipy's simplex, written there).
+"""
+
+import numpy as np
+import pytest
+
+import designer.design.expected_loss as expected_loss_module
+import designer.design.first_order as first_order_module
+from designer.design.expected_loss import design_expected_loss
+from designer.design.loss_decomposition import constraint_pairs
+from solvers.first_order import FirstOrderRatioLP
+from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
+from solvers.ratio_lp import column_generation_by_output, lagrangian_lower_bound
+from test_expected_loss_metric import grid_problem, lp_optimum
+
+
+def test_pdlp_iterate_and_its_multipliers_bracket_the_edge_only_lp():
+    privacy, distance, prior, edges = grid_problem((3, 4), 0.5, 5)
+    cost = prior[:, None] * distance
+    optimum = lp_optimum(cost, edges)
+    pairs, ratios, bound_ratios = constraint_pairs(privacy)
+    solver = FirstOrderRatioLP(cost, pairs, ratios, tolerance=1e-6)
+    with pytest.raises(LinearProgramError, match="no time left"):
+        solver.run(0.0)
+    first = solver.run(60.0)
+    assert first.status == "Optimal" and first.matrix.shape == (12, 12)
+    assert np.allclose(first.matrix.sum(axis=1), 1.0)
+    assert first.objective == pytest.approx(optimum, rel=1e-4)
+    bound = lagrangian_lower_bound(cost, pairs, bound_ratios, first.pair_duals)
+    assert optimum * (1 - 1e-4) <= bound <= optimum + 1e-15
+    # a tighter tolerance continues from the iterate: more iterations, a bound at least as close
+    iterations = solver.iterations
+    solver.tighten(1e-9)
+    second = solver.run(60.0)
+    assert solver.iterations > iterations and solver.chunks == 2
+    assert optimum * (1 - 1e-6) <= lagrangian_lower_bound(cost, pairs, bound_ratios, second.pair_duals) <= optimum
+
+
+@pytest.mark.parametrize("squared", [False, True])
+def test_first_order_design_is_certified_at_the_edge_only_optimum(squared):
+    privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 7)
+    loss = distance**2 if squared else distance
+    optimum = lp_optimum(prior[:, None] * loss, edges)
+    result = design_expected_loss(privacy, loss, prior, method="first-order", max_seconds=60)
+    assert result.certified and result.method == "first-order"
+    assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
+    assert result.gap <= 1e-6 and result.stopped == "gap"
+    assert result.history[0]["backend"] == "pdlp" and result.history[0]["status"] == "Optimal"
+    assert "first-order LP (HiGHS PDLP)" in result.methods[0] and "centred at its multipliers" in result.methods[0]
+
+
+def test_without_an_iterate_the_master_of_the_start_columns_answers(monkeypatch):
+    privacy, distance, prior, edges = grid_problem((3, 3), 0.5, 4)
+    optimum = lp_optimum(prior[:, None] * distance, edges)
+
+    def fails(self, seconds):
+        raise LinearProgramError("first-order LP gave no usable iterate after 0 iterations")
+
+    monkeypatch.setattr(FirstOrderRatioLP, "run", fails)
+    result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=30)
+    assert result.certified and "no usable iterate" in result.methods[0]
+    assert all(entry.get("backend") != "pdlp" for entry in result.history)
+    assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
+
+
+def test_auto_hands_an_open_gap_to_the_first_order_method(monkeypatch):
+    privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 9)
+    optimum = lp_optimum(prior[:, None] * distance, edges)
+    monkeypatch.setattr(expected_loss_module, "DIRECT_MAX_ENTRIES", 10)
+    closed = design_expected_loss(privacy, distance, prior, max_seconds=60)  # columns close it: no first-order run
+    assert closed.method == "column-generation" and "then a first-order method" in closed.reason
+    assert closed.stopped in ("gap", "priced out") and all(entry.get("backend") != "pdlp" for entry in closed.history)
+    # no time for columns beyond the first master solve: the first-order method takes the rest of the budget
+    monkeypatch.setattr(first_order_module, "COLUMN_GENERATION_SHARE", 0.0)
+    handed = design_expected_loss(privacy, distance, prior, max_seconds=60)
+    assert any(entry.get("backend") == "pdlp" for entry in handed.history)
+    assert "first-order LP (HiGHS PDLP)" in handed.methods[-1]
+    assert handed.certified and handed.gap <= 1e-6
+    assert handed.lower_bound <= optimum + 1e-12 <= handed.upper_bound + 2e-12
+    # an explicit column generation never hands over
+    alone = design_expected_loss(privacy, distance, prior, method="column-generation", max_seconds=60)
+    assert all(entry.get("backend") != "pdlp" for entry in alone.history)
+
+
+def test_column_generation_priced_at_a_given_centre_bounds_there():
+    """Round 1 prices every output a second time at the centre: at the optimum's row multipliers (HiGHS's, from
+    the whole LP) that bound is the optimum itself; from ``u = 0`` round 1's bound is far below it."""
+    from designer.design.loss_decomposition import start_columns
+
+    privacy, distance, prior, edges = grid_problem((3, 4), 0.5, 6)
+    cost = prior[:, None] * distance
+    optimum = lp_optimum(cost, edges)
+    pairs, ratios, bound_ratios = constraint_pairs(privacy)
+    whole = solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend="highs")
+    columns, owners = start_columns(privacy, cost)
+    common = {"gap_tolerance": 1e-12, "bound_ratios": bound_ratios, "max_rounds": 1}
+    centred = column_generation_by_output(cost, pairs, ratios, columns, owners, centre=whole.row_duals, **common)
+    at_zero = column_generation_by_output(cost, pairs, ratios, columns, owners, **common)
+    assert [entry["smoothing"] for entry in centred.history] == [0.0, 1.0]
+    assert centred.history[1]["lower_bound"] == pytest.approx(optimum, rel=1e-9) and centred.lower_bound <= optimum
+    assert at_zero.lower_bound < optimum * 0.9
+
+
+def test_a_master_that_cannot_answer_in_the_budget_leaves_a_certified_channel(monkeypatch):
+    """The column generation after PDLP holds its first master solve to the budget; when that raises, the
+    design keeps PDLP's bound and returns a certified channel (the repaired iterate or the best constant one)."""
+    import solvers.ratio_lp
+
+    privacy, distance, prior, edges = grid_problem((3, 3), 0.5, 8)
+    optimum = lp_optimum(prior[:, None] * distance, edges)
+
+    def no_answer(*arguments, **options):
+        assert options["first_by_deadline"] is True
+        raise LinearProgramError("master LP not solved within the time budget")
+
+    monkeypatch.setattr(solvers.ratio_lp, "column_generation_by_output", no_answer)
+    result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=30)
+    assert result.certified and result.stopped == "time" and "within the time budget" in result.methods[0]
+    assert result.history[0]["backend"] == "pdlp"
+    assert optimum * (1 - 1e-4) <= result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
