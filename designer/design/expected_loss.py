@@ -11,7 +11,7 @@ as Bordenabe et al. observe). Four methods; ``method="auto"`` picks one of the f
   Clarabel, then HiGHS when Clarabel's solve is inaccurate or its bound is not within the gap);
   auto uses it while ``k m <= DIRECT_MAX_ENTRIES``;
 - ``"column-generation"``: the LP by output, never built at once (:mod:`designer.design.loss_decomposition`);
-  under auto, when a quarter of the budget leaves the gap open, the first-order method takes the rest;
+  under auto, when a third of the budget leaves the gap open, the first-order method takes the rest;
 - ``"first-order"``: the whole edge-only LP by a primal-dual hybrid gradient method (HiGHS's PDLP;
   :mod:`designer.design.first_order`), for large irregular graphs where the master of column generation stalls.
 
@@ -239,7 +239,7 @@ def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = 
     if k * m <= DIRECT_MAX_ENTRIES or constraints == "all-pairs":
         return "direct", f"k m = {k * m} <= {DIRECT_MAX_ENTRIES} ({why_not})", None
     return "column-generation", (f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output, then a first-order method "
-                                 f"if the gap is open after a quarter of the budget ({why_not})"), None
+                                 f"if the gap is open after a third of the budget ({why_not})"), None
 
 
 def _certified(channel: Channel, privacy: PrivacyMatrix, timings: dict):

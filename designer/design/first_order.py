@@ -47,9 +47,9 @@ Progress = Callable[[float, float, float], None] | None
 Designed = tuple[list[np.ndarray], float, str, list, list]
 
 #: Share of the budget column generation by output gets alone before the first-order method takes the rest.
-#: A 40 x 40 grid closes by columns in 140 s; on a 1,000-node random geometric graph its first round takes
-#: 200 s and leaves a gap of 60% (benchmarks/RESULTS.md).
-COLUMN_GENERATION_SHARE = 1 / 4
+#: A 40 x 40 grid closes by columns in 148 s (a quarter of 600 s left it 2 s to spare); on a 1,000-node random
+#: geometric graph its first round takes 200 s and leaves a gap of 60% (benchmarks/RESULTS.md).
+COLUMN_GENERATION_SHARE = 1 / 3
 #: Share of the first-order method's budget PDLP gets; column generation centred at its multipliers gets the rest.
 FIRST_ORDER_SHARE = 0.6
 #: PDLP's relative tolerance is the gap divided by this (its residuals are not the certified gap), and
@@ -112,7 +112,9 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     described = (f"first-order LP (HiGHS PDLP): {runs} runs, {iterations} iterations, {len(pairs) * m} ratio rows "
                  f"({len(pairs)} pair constraints){failure}; then column generation by output centred at its "
                  "multipliers: ")
-    try:  # its first master solve is held to the budget too (4,000 dense columns at k = 1,000 took minutes)
+    # its first master solve is held to the budget too: a first version's, 4,000 dense columns at k = 1,000, ran
+    # its 600 s design past 16 minutes
+    try:
         by_columns = column_generation_by_output(
             cost, pairs, ratios, columns, owners, gap_tolerance=gap,
             max_seconds=max(max_seconds - (time.perf_counter() - start), 0.0),
