@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from solvers.linear import LinearProgramError, StochasticLPResult, cost_scale, ratio_rows
+from solvers.linear import LinearProgramError, StochasticLPResult, cost_scale, ratio_rows, validated_ratio_lp
 from solvers.quiet import silent_highs
 
 #: PDLP's relative optimality tolerance when the caller gives none (HiGHS's default, 1e-7).
@@ -51,13 +51,7 @@ class FirstOrderRatioLP:
         import highspy
         from scipy import sparse
 
-        self.cost = np.asarray(cost, dtype=float)
-        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        ratios = np.asarray(ratios, dtype=float).ravel()
-        if self.cost.ndim != 2 or not np.all(np.isfinite(self.cost)):
-            raise ValueError("cost must be a finite 2-D array")
-        if ratios.size != pairs.shape[0]:
-            raise ValueError(f"{pairs.shape[0]} pairs but {ratios.size} ratios")
+        self.cost, pairs, ratios = validated_ratio_lp(cost, pairs, ratios)
         self.k, self.m = self.cost.shape
         self.n = pairs.shape[0]
         self.scale = cost_scale(self.cost)

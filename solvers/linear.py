@@ -248,19 +248,8 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
 
     ``time_limit`` (seconds) is passed to the solver; a solve it stops raises :class:`LinearProgramError`.
     """
-
-    cost = np.asarray(cost, dtype=float)
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    ratios = np.asarray(ratios, dtype=float).ravel()
-    if cost.ndim != 2 or not np.all(np.isfinite(cost)):
-        raise ValueError("cost must be a finite 2-D array")
+    cost, pairs, ratios = validated_ratio_lp(cost, pairs, ratios)
     k, m = cost.shape
-    if ratios.size != pairs.shape[0]:
-        raise ValueError(f"{pairs.shape[0]} pairs but {ratios.size} ratios")
-    if pairs.size and (pairs.min() < 0 or pairs.max() >= k):
-        raise ValueError(f"pair indices must lie in 0..{k - 1}")
-    if not (np.all(np.isfinite(ratios)) and np.all(ratios >= 0)):
-        raise ValueError("ratios must be finite and >= 0")
     if time_limit is not None and time_limit <= 0:  # HiGHS reads a zero limit as none
         raise LinearProgramError("ratio-bounded LP not solved: no time left")
     start = time.perf_counter()
@@ -303,6 +292,30 @@ def solve_ratio_bounded_stochastic_lp(cost, pairs, ratios, backend: str = "clara
         pair_duals=np.maximum(pair_duals, 0.0).reshape(n, m) / scale,
         status=status,
     )
+
+
+def validated_ratio_lp(cost, pairs, ratios) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(cost, pairs, ratios)`` of the stochastic LP as arrays, checked.
+
+    ``cost`` (k, m) finite, ``pairs`` (n, 2) of indices in 0..k-1, ``ratios`` (n,) finite and >= 0.
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong.
+    """
+    cost = np.asarray(cost, dtype=float)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    ratios = np.asarray(ratios, dtype=float).ravel()
+    if cost.ndim != 2 or not np.all(np.isfinite(cost)):
+        raise ValueError("cost must be a finite 2-D array")
+    if ratios.size != pairs.shape[0]:
+        raise ValueError(f"{pairs.shape[0]} pairs but {ratios.size} ratios")
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= cost.shape[0]):
+        raise ValueError(f"pair indices must lie in 0..{cost.shape[0] - 1}")
+    if not (np.all(np.isfinite(ratios)) and np.all(ratios >= 0)):
+        raise ValueError("ratios must be finite and >= 0")
+    return cost, pairs, ratios
 
 
 def ratio_rows(pairs: np.ndarray, ratios: np.ndarray, k: int, m: int):

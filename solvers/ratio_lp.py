@@ -63,7 +63,7 @@ import numpy as np
 from scipy import sparse
 
 from solvers.column_generation import slice_model
-from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp_by_either
+from solvers.linear import LinearProgramError, cost_scale, solve_ratio_bounded_stochastic_lp_by_either
 from solvers.quiet import silent_highs
 
 #: Least-squares weights of the master's support below ``-POLISH_NEGATIVE`` times the largest are a real change of
@@ -196,7 +196,7 @@ class _Master:
         """
         unbounded = deadline is None or (self.answer is None and not first_by_deadline)
         budget = math.inf if unbounded else max(deadline - time.perf_counter(), 0.0)
-        if budget == 0 and self.answer is None:
+        if budget == 0 and self.answer is None:  # a limit at HiGHS's clock did not stop a first solve (measured)
             raise LinearProgramError("master LP not solved within the time budget")
         self.highs.setOptionValue("time_limit", self.highs.getRunTime() + budget if math.isfinite(budget)
                                   else highspy.kHighsInf)
@@ -383,9 +383,9 @@ def column_generation_by_output(
     columns = np.asarray(initial_columns, dtype=float)
     columns = columns / columns.sum(axis=1, keepdims=True)
     owners = np.asarray(initial_owners, dtype=np.int64)
-    # the LPs see costs scaled to at most 1 (their tolerances are absolute; prior x loss is often ~1e-4, where
-    # the master stopped at "Unknown"); objective and multipliers are scaled back, the bound uses the true costs
-    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)
+    # the LPs see costs scaled to at most 1 (the master stopped at "Unknown" on prior x loss ~1e-4); objective and
+    # multipliers are scaled back, the bound uses the true costs
+    scale = cost_scale(cost)
     scaled = scale * cost
     master = _Master(k)
     master.add(columns, owners, np.einsum("jx,xj->j", columns, scaled[:, owners]))
@@ -561,7 +561,7 @@ def restricted_output_lp(
     k, m = cost.shape
     bound_ratios = ratios if bound_ratios is None else bound_ratios
     pricing = _Pricing(k, pairs, ratios)
-    scale = 1.0 / max(float(np.abs(cost).max()), np.finfo(float).tiny)  # as in column_generation_by_output
+    scale = cost_scale(cost)  # as in column_generation_by_output
     pair_duals = np.zeros((len(ratios), m))
     chosen = np.unique(np.asarray(outputs, dtype=np.int64))
     tour = output_tour(scale * cost)  # the order the other outputs are priced in (warm starts)

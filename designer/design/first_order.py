@@ -86,10 +86,11 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
         except LinearProgramError as error:
             failure = f"; {error}"
             break
-        repaired = project_into_cone(privacy, raise_into_cone(privacy, result.matrix))
+        raised = raise_into_cone(privacy, result.matrix)
+        repaired = project_into_cone(privacy, raised)
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
         if bound > lower:
-            lower, centre, iterate = bound, result.row_duals, (result.matrix, repaired)
+            lower, centre, iterate = bound, result.row_duals, (raised, repaired)
         upper = float(np.sum(cost * repaired))
         seconds = time.perf_counter() - start
         history.append({"backend": "pdlp", "status": result.status, "tolerance": tolerance, "upper": upper,
@@ -105,10 +106,10 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     columns, owners = start_columns(privacy, cost)
     channels = []
     if iterate is not None:
-        raised = raise_into_cone(privacy, iterate[0])
+        raised, repaired = iterate
         used = np.flatnonzero(raised.sum(axis=0) >= NEGLIGIBLE_COLUMN)
         columns, owners = np.vstack([columns, raised[:, used].T]), np.concatenate([owners, used])
-        channels.append(iterate[1])
+        channels.append(repaired)
     described = (f"first-order LP (HiGHS PDLP): {runs} runs, {iterations} iterations, {len(pairs) * m} ratio rows "
                  f"({len(pairs)} pair constraints){failure}; then column generation by output centred at its "
                  "multipliers: ")

@@ -108,16 +108,6 @@ def raise_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
     return np.where(logs > -745.0, np.exp(logs), 0.0)
 
 
-def lower_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
-    """The largest matrix below ``matrix`` (capped at 1) whose columns lie in ``C_E``: ``min_z exp(E*[x, z]) Q[z, y]``.
-
-    Step 1 of :func:`project_into_cone`: every column is in the cone (to rounding) by the triangle inequality of
-    the closure E*, but the rows no longer sum to 1.
-    """
-    logs = min_plus_product(privacy.closure().epsilon, safe_log(matrix))
-    return np.where(logs > -745.0, np.exp(np.minimum(logs, 0.0)), 0.0)
-
-
 def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
     """Repair a nearly E-LDP channel into an E-LDP one, moving entries by about the violation.
 
@@ -133,7 +123,8 @@ def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
     3. Divide each row by its sum; this changes log-ratios by at most
        ``max_x |1 - rowsum_x|`` (about 1e-16 after step 2).
     """
-    projected = lower_into_cone(privacy, matrix)
+    logs = min_plus_product(privacy.closure().epsilon, safe_log(matrix))
+    projected = np.where(logs > -745.0, np.exp(np.minimum(logs, 0.0)), 0.0)
     projected[:, projected.sum(axis=0) < NEGLIGIBLE_COLUMN] = 0.0
     active = np.flatnonzero(projected.sum(axis=0) > 0)
     for _ in range(REFINEMENT_STEPS):
