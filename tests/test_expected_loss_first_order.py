@@ -40,6 +40,8 @@ def test_pdlp_iterate_and_its_multipliers_bracket_the_edge_only_lp():
 
 @pytest.mark.parametrize("squared", [False, True])
 def test_first_order_design_is_certified_at_the_edge_only_optimum(squared):
+    """PDLP converges, tolerance after tolerance. Under the Manhattan loss its repaired iterate certifies within the
+    gap (no columns); under the squared loss none does down to 1e-10, and the columns after it close the gap."""
     privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 7)
     loss = distance**2 if squared else distance
     optimum = lp_optimum(prior[:, None] * loss, edges)
@@ -47,8 +49,59 @@ def test_first_order_design_is_certified_at_the_edge_only_optimum(squared):
     assert result.certified and result.method == "first-order"
     assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
     assert result.gap <= 1e-6 and result.stopped == "gap"
-    assert result.history[0]["backend"] == "pdlp" and result.history[0]["status"] == "Optimal"
-    assert "first-order LP (HiGHS PDLP)" in result.methods[0] and "centred at its multipliers" in result.methods[0]
+    pdlp = [entry for entry in result.history if entry.get("backend") == "pdlp"]
+    assert pdlp and all(entry["status"] == "Optimal" for entry in pdlp)
+    if squared:
+        assert not any(entry["iterate_certified"] for entry in pdlp) and pdlp[-1]["tolerance"] == 1e-10
+        assert "centred at its multipliers" in result.methods[0]
+    else:
+        assert pdlp[-1]["iterate_certified"] and pdlp[-1]["upper"] == pytest.approx(result.upper_bound, rel=1e-9)
+        assert len(pdlp) == len(result.history) and "column generation" not in result.methods[0]
+
+
+def test_columns_centred_at_a_loose_iterates_multipliers_close_the_gap(monkeypatch):
+    """PDLP stopped at a relative tolerance of 1e-3 leaves no certified iterate; the column generation centred at
+    its multipliers, its raised columns among the start columns, closes the gap."""
+    monkeypatch.setattr(first_order_module, "SMALLEST_TOLERANCE", 1e-3)
+    privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 7)
+    optimum = lp_optimum(prior[:, None] * distance, edges)
+    result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=60)
+    pdlp = [entry for entry in result.history if entry.get("backend") == "pdlp"]
+    assert len(pdlp) == 1 and pdlp[0]["tolerance"] == 1e-3 and not pdlp[0]["iterate_certified"]
+    assert "centred at its multipliers" in result.methods[0]
+    assert result.certified and result.gap <= 1e-6 and result.stopped == "gap"
+    assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
+
+
+def test_progress_reports_only_proven_bounds_and_certified_channels():
+    """Every upper bound reported is the expected loss of a certified channel, never below the optimum (a repaired
+    PDLP iterate near convergence can cost less without being E-LDP), and neither bound moves backwards across
+    the phases (column generation after PDLP starts its own bound at -inf). Until an iterate certifies, the upper
+    bound is the best constant channel's loss."""
+    privacy, distance, prior, edges = grid_problem((3, 4), 0.5, 7)
+    cost = prior[:, None] * distance
+    optimum = lp_optimum(cost, edges)
+    reports = []
+    result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=60, gap=0.1,
+                                  progress=lambda lower, upper, seconds: reports.append((lower, upper)))
+    lowers, uppers = np.array(reports).T
+    assert len(reports) >= 3 and not result.history[0]["iterate_certified"]
+    assert uppers[0] == pytest.approx(cost.sum(axis=0).min(), rel=1e-12)  # the best constant channel
+    # a certified channel may break ratios by the certifier's 1e-9, so cost that much less than the optimum
+    assert np.all(uppers >= optimum * (1 - 1e-9)) and np.all(lowers <= optimum + 1e-12)
+    assert np.all(np.diff(lowers) >= 0) and np.all(np.diff(uppers) <= 0)
+    assert uppers[-1] == pytest.approx(result.upper_bound, rel=1e-9) and result.certified  # repaired once more
+
+
+def test_best_so_far_keeps_the_largest_lower_and_smallest_upper():
+    from designer.design.progress import best_so_far, shifted
+
+    seen = []
+    report = best_so_far(shifted(lambda lower, upper, seconds: seen.append((lower, upper, seconds)), 10.0))
+    for lower, upper, seconds in [(0.1, 0.5, 1.0), (-9.4, 0.6, 2.0), (0.2, 0.4, 3.0)]:
+        report(lower, upper, seconds)
+    assert seen == [(0.1, 0.5, 11.0), (0.1, 0.5, 12.0), (0.2, 0.4, 13.0)]
+    assert best_so_far(None) is None
 
 
 def test_without_an_iterate_the_master_of_the_start_columns_answers(monkeypatch):
@@ -116,6 +169,7 @@ def test_a_master_that_cannot_answer_in_the_budget_leaves_a_certified_channel(mo
         raise LinearProgramError("master LP not solved within the time budget")
 
     monkeypatch.setattr(solvers.ratio_lp, "column_generation_by_output", no_answer)
+    monkeypatch.setattr(first_order_module, "SMALLEST_TOLERANCE", 1e-3)  # PDLP alone does not close the gap
     result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=30)
     assert result.certified and result.stopped == "time" and "within the time budget" in result.methods[0]
     assert result.history[0]["backend"] == "pdlp"

@@ -40,6 +40,7 @@ from designer.design.repair import (
     project_into_cone,
     raise_into_cone,
 )
+from designer.design.progress import best_so_far
 from designer.design.result import DesignResult, json_float
 from designer.spec import PrivacyMatrix
 
@@ -119,7 +120,8 @@ def design_expected_loss(
         Wall-clock budget of the LP methods; on time out the certified channel so far is returned
         with its bounds (``stopped="time"``).
     progress : callable, optional
-        ``progress(lower, upper, seconds)`` after each solve or round.
+        ``progress(lower, upper, seconds)`` after each solve or round: the largest proven lower bound and the
+        least expected loss of an E-LDP channel found so far (:func:`designer.design.progress.best_so_far`).
     gap : float
         The LP methods stop when ``(upper - lower) <= gap * upper``.
     constraints : {"nonredundant", "all-pairs"}
@@ -149,6 +151,7 @@ def design_expected_loss(
         raise ValueError(f"unknown backend {backend!r}; choose 'clarabel' or 'highs'")
     requested = method
     method, reason, line = route_expected_loss(privacy, loss, method, constraints)
+    progress = best_so_far(progress)  # phases each report their own bounds; show the best of each so far
     timings = {}
     if method == "closed-form":
         from designer.design.geometric import design_line

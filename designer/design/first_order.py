@@ -21,7 +21,12 @@ So the whole LP with the constraints on the edges only (Bordenabe, Chatzikokolak
   (a gap of 0.5%), where column generation alone had a gap of 12.7% after 180 s (benchmarks/RESULTS.md).
 
 The column generation's channel is exact (its rows sum to 1 to rounding: the master's weights are
-re-solved on their support); the iterate, repaired, is offered too and kept only if it certifies.
+re-solved on their support). Each iterate, repaired, is certified at once: one that certifies is a channel, its
+expected loss an upper bound (reported to ``progress``; a certified iterate within the gap of the bound ends the
+design before any column), and one that does not is not reported. Until an iterate certifies, the upper bound
+is the expected loss of the best constant channel (every input sends the same report), E-LDP for every E. Near
+convergence a repaired iterate can cost less than the optimum without being E-LDP (a 3 x 4 grid, PDLP at a
+relative tolerance of 1e-2 to 1e-6); an earlier version reported its cost as the upper bound.
 
 ``"auto"`` (:func:`designer.design.expected_loss.route_expected_loss`) first gives column generation alone
 :data:`COLUMN_GENERATION_SHARE` of the budget, and this method the rest when the gap is still open
@@ -32,16 +37,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 
 import numpy as np
 
+from designer.channel import Channel
 from designer.design.loss_decomposition import constraint_pairs, decompose_by_output, start_columns
-from designer.design.repair import NEGLIGIBLE_COLUMN, project_into_cone, raise_into_cone
+from designer.design.progress import Progress, shifted
+from designer.design.repair import NEGLIGIBLE_COLUMN, certify_design, project_into_cone, raise_into_cone
 from designer.spec import PrivacyMatrix
 
-#: ``progress(lower, upper, seconds)``, as :func:`designer.design.expected_loss.design_expected_loss` takes it.
-Progress = Callable[[float, float, float], None] | None
 #: ``(channels, lower_bound, stopped, history, methods)``, as
 #: :func:`designer.design.loss_decomposition.decompose_by_output` returns them.
 Designed = tuple[list[np.ndarray], float, str, list, list]
@@ -65,7 +69,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
 
     Returns ``(channels, lower_bound, stopped, history, methods)`` like
     :func:`designer.design.loss_decomposition.decompose_by_output`: the channels least expected loss first
-    (column generation's, and PDLP's iterate repaired), the proven lower bound, why it stopped (``"gap"``,
+    (column generation's, and PDLP's best certified iterate), the proven lower bound, why it stopped (``"gap"``,
     ``"priced out"``, ``"time"``), one history entry per PDLP run and per pricing, and a one-line description.
     Without a PDLP iterate (no time, or a failure) the column generation starts at ``u = 0``.
     """
@@ -75,11 +79,14 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     from solvers.ratio_lp import column_generation_by_output, lagrangian_lower_bound
 
     start = time.perf_counter()
-    k, m = cost.shape
+    m = cost.shape[1]
     pairs, ratios, bound_ratios = constraint_pairs(privacy)
     tolerance = max(gap / TOLERANCE_DIVISOR, SMALLEST_TOLERANCE)
     solver = FirstOrderRatioLP(cost, pairs, ratios, tolerance)
-    lower, centre, iterate, history, failure = -math.inf, None, None, [], ""
+    lower, centre, raised_iterate, history, failure = -math.inf, None, None, [], ""
+    constant = constant_channel(cost)
+    # the best certified iterate, and its expected loss; until one certifies, the constant channel (E-LDP for any E)
+    channel, upper = None, float(np.sum(cost * constant))
     while True:
         try:
             result = solver.run(FIRST_ORDER_SHARE * max_seconds - (time.perf_counter() - start))
@@ -88,31 +95,34 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
             break
         raised = raise_into_cone(privacy, result.matrix)
         repaired = project_into_cone(privacy, raised)
+        certified = certify_design(Channel(repaired), privacy, exact=False).verdict == "certified"
+        if certified and float(np.sum(cost * repaired)) < upper:
+            channel, upper = repaired, float(np.sum(cost * repaired))
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
         if bound > lower:
-            lower, centre, iterate = bound, result.row_duals, (raised, repaired)
-        upper = float(np.sum(cost * repaired))
+            lower, centre, raised_iterate = bound, result.row_duals, raised
         seconds = time.perf_counter() - start
         history.append({"backend": "pdlp", "status": result.status, "tolerance": tolerance, "upper": upper,
-                        "lower_bound": lower, "iterations": solver.iterations, "seconds": round(seconds, 3)})
+                        "iterate_certified": certified, "lower_bound": lower, "iterations": solver.iterations,
+                        "seconds": round(seconds, 3)})
         if progress is not None:
             progress(lower, upper, seconds)
-        if result.status != "Optimal" or tolerance <= SMALLEST_TOLERANCE:
+        if upper - lower <= gap * abs(upper) or result.status != "Optimal" or tolerance <= SMALLEST_TOLERANCE:
             break
         tolerance = max(tolerance / TOLERANCE_DIVISOR, SMALLEST_TOLERANCE)  # converged: tighter, from the iterate
         solver.tighten(tolerance)
     runs, iterations = solver.chunks, solver.iterations
     del solver  # the LP's 2.2e7 non-zeros at k = 1,000, before the master's columns
-    columns, owners = start_columns(privacy, cost)
-    channels = []
-    if iterate is not None:
-        raised, repaired = iterate
-        used = np.flatnonzero(raised.sum(axis=0) >= NEGLIGIBLE_COLUMN)
-        columns, owners = np.vstack([columns, raised[:, used].T]), np.concatenate([owners, used])
-        channels.append(repaired)
+    channels = [] if channel is None else [channel]
     described = (f"first-order LP (HiGHS PDLP): {runs} runs, {iterations} iterations, {len(pairs) * m} ratio rows "
-                 f"({len(pairs)} pair constraints){failure}; then column generation by output centred at its "
-                 "multipliers: ")
+                 f"({len(pairs)} pair constraints){failure}")
+    if upper - lower <= gap * abs(upper):  # a certified iterate closed the gap
+        return channels, lower, "gap", history, [described]
+    described += "; then column generation by output centred at its multipliers: "
+    columns, owners = start_columns(privacy, cost)
+    if raised_iterate is not None:
+        used = np.flatnonzero(raised_iterate.sum(axis=0) >= NEGLIGIBLE_COLUMN)
+        columns, owners = np.vstack([columns, raised_iterate[:, used].T]), np.concatenate([owners, used])
     # its first master solve is held to the budget too: a first version's, 4,000 dense columns at k = 1,000, ran
     # its 600 s design past 16 minutes
     try:
@@ -121,9 +131,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
             max_seconds=max(max_seconds - (time.perf_counter() - start), 0.0),
             progress=shifted(progress, time.perf_counter() - start), bound_ratios=bound_ratios,
             threads=default_threads(), centre=centre, first_by_deadline=True)
-    except LinearProgramError as error:  # the best constant channel (every row the same report) is E-LDP for any E
-        constant = np.zeros((k, m))
-        constant[:, int(np.argmin(cost.sum(axis=0)))] = 1.0
+    except LinearProgramError as error:
         return [*channels, constant], lower, "time", history, [described + str(error)]
     channels = sorted([*channels, by_columns.matrix], key=lambda matrix: float(np.sum(cost * matrix)))
     lower = max(lower, by_columns.lower_bound)
@@ -153,8 +161,12 @@ def by_output_then_first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: fl
     return combined, max(lower, more_lower), stopped, history + more_history, methods + more_methods
 
 
-def shifted(progress: Progress, seconds: float) -> Progress:
-    """``progress`` with ``seconds`` added to its time (a later phase reports the time since the design began)."""
-    if progress is None:
-        return None
-    return lambda lower, upper, since: progress(lower, upper, since + seconds)
+def constant_channel(cost: np.ndarray) -> np.ndarray:
+    """The constant channel of least cost: every input reports the output whose column of ``cost`` sums least.
+
+    Its rows are all equal, so it is E-LDP for every E (every likelihood ratio is 1); its cost is an upper bound
+    on the optimum before any iterate certifies.
+    """
+    channel = np.zeros(cost.shape)
+    channel[:, int(np.argmin(cost.sum(axis=0)))] = 1.0
+    return channel
