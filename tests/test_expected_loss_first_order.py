@@ -40,8 +40,9 @@ def test_pdlp_iterate_and_its_multipliers_bracket_the_edge_only_lp():
 
 @pytest.mark.parametrize("squared", [False, True])
 def test_first_order_design_is_certified_at_the_edge_only_optimum(squared):
-    """PDLP converges, tolerance after tolerance. Under the Manhattan loss its repaired iterate certifies within the
-    gap (no columns); under the squared loss none does down to 1e-10, and the columns after it close the gap."""
+    """PDLP converges, tolerance after tolerance. Under the Manhattan loss its iterate, repaired and mixed with a
+    little of the uniform channel, certifies within the gap (no columns); under the squared loss no iterate comes
+    within the gap down to the tolerance 1e-10, and the columns after it close the gap."""
     privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 7)
     loss = distance**2 if squared else distance
     optimum = lp_optimum(prior[:, None] * loss, edges)
@@ -51,46 +52,82 @@ def test_first_order_design_is_certified_at_the_edge_only_optimum(squared):
     assert result.gap <= 1e-6 and result.stopped == "gap"
     pdlp = [entry for entry in result.history if entry.get("backend") == "pdlp"]
     assert pdlp and all(entry["status"] == "Optimal" for entry in pdlp)
+    assert all(entry["upper"] >= optimum * (1 - 1e-9) for entry in pdlp)
     if squared:
-        assert not any(entry["iterate_certified"] for entry in pdlp) and pdlp[-1]["tolerance"] == 1e-10
+        assert all(entry["upper"] > optimum * (1 + 1e-6) for entry in pdlp) and pdlp[-1]["tolerance"] == 1e-10
         assert "centred at its multipliers" in result.methods[0]
     else:
-        assert pdlp[-1]["iterate_certified"] and pdlp[-1]["upper"] == pytest.approx(result.upper_bound, rel=1e-9)
+        assert 0 < pdlp[-1]["uniform_weight"] < 1e-5  # certified by the mixture, within 1e-6 of the optimum
+        assert pdlp[-1]["upper"] == pytest.approx(result.upper_bound, rel=1e-9)
         assert len(pdlp) == len(result.history) and "column generation" not in result.methods[0]
 
 
 def test_columns_centred_at_a_loose_iterates_multipliers_close_the_gap(monkeypatch):
-    """PDLP stopped at a relative tolerance of 1e-3 leaves no certified iterate; the column generation centred at
-    its multipliers, its raised columns among the start columns, closes the gap."""
+    """PDLP stopped at a relative tolerance of 1e-3 leaves no iterate within the gap; the column generation centred
+    at its multipliers, its raised columns among the start columns, closes it."""
     monkeypatch.setattr(first_order_module, "SMALLEST_TOLERANCE", 1e-3)
     privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 7)
     optimum = lp_optimum(prior[:, None] * distance, edges)
     result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=60)
     pdlp = [entry for entry in result.history if entry.get("backend") == "pdlp"]
-    assert len(pdlp) == 1 and pdlp[0]["tolerance"] == 1e-3 and not pdlp[0]["iterate_certified"]
+    assert len(pdlp) == 1 and pdlp[0]["tolerance"] == 1e-3
+    assert pdlp[0]["upper"] - pdlp[0]["lower_bound"] > 1e-6 * pdlp[0]["upper"]  # the gap is open after PDLP
     assert "centred at its multipliers" in result.methods[0]
     assert result.certified and result.gap <= 1e-6 and result.stopped == "gap"
     assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
 
 
-def test_progress_reports_only_proven_bounds_and_certified_channels():
+def test_progress_reports_only_proven_bounds_and_certified_channels(monkeypatch):
     """Every upper bound reported is the expected loss of a certified channel, never below the optimum (a repaired
-    PDLP iterate near convergence can cost less without being E-LDP), and neither bound moves backwards across
+    PDLP iterate near convergence can cost 4e-9 less without being E-LDP), and neither bound moves backwards across
     the phases (column generation after PDLP starts its own bound at -inf). Until an iterate certifies, the upper
     bound is the best constant channel's loss."""
     privacy, distance, prior, edges = grid_problem((3, 4), 0.5, 7)
     cost = prior[:, None] * distance
     optimum = lp_optimum(cost, edges)
-    reports = []
-    result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=60, gap=0.1,
-                                  progress=lambda lower, upper, seconds: reports.append((lower, upper)))
-    lowers, uppers = np.array(reports).T
-    assert len(reports) >= 3 and not result.history[0]["iterate_certified"]
-    assert uppers[0] == pytest.approx(cost.sum(axis=0).min(), rel=1e-12)  # the best constant channel
-    # a certified channel may break ratios by the certifier's 1e-9, so cost that much less than the optimum
-    assert np.all(uppers >= optimum * (1 - 1e-9)) and np.all(lowers <= optimum + 1e-12)
-    assert np.all(np.diff(lowers) >= 0) and np.all(np.diff(uppers) <= 0)
-    assert uppers[-1] == pytest.approx(result.upper_bound, rel=1e-9) and result.certified  # repaired once more
+
+    def reports_of_a_design() -> tuple[np.ndarray, np.ndarray]:
+        reports = []
+        result = design_expected_loss(privacy, distance, prior, method="first-order", max_seconds=60,
+                                      progress=lambda lower, upper, seconds: reports.append((lower, upper)))
+        lowers, uppers = np.array(reports).T
+        # a certified channel may break ratios by the certifier's 1e-9, so cost that much less than the optimum
+        assert np.all(uppers >= optimum * (1 - 1e-9)) and np.all(lowers <= optimum + 1e-12)
+        assert np.all(np.diff(lowers) >= 0) and np.all(np.diff(uppers) <= 0)
+        assert uppers[-1] == pytest.approx(result.upper_bound, rel=1e-9) and result.certified  # repaired once more
+        assert result.gap <= 1e-6
+        return lowers, uppers
+
+    lowers, uppers = reports_of_a_design()
+    assert len(uppers) >= 3 and optimum * (1 + 1e-7) < uppers[0] < optimum * (1 + 1e-5)  # a mixture certified
+    # no iterate certifies before the columns (PDLP stops at 1e-3, no mixture): the best constant channel first
+    monkeypatch.setattr(first_order_module, "SMALLEST_TOLERANCE", 1e-3)
+    monkeypatch.setattr(first_order_module, "certified_mixture", lambda privacy, matrix: None)
+    lowers, uppers = reports_of_a_design()
+    assert uppers[0] == pytest.approx(cost.sum(axis=0).min(), rel=1e-12) and len(uppers) >= 2
+
+
+def test_a_mixture_with_the_uniform_channel_certifies_a_nearly_feasible_channel():
+    """A channel whose ratios exceed e^E by about 1e-7 (relative) certifies once mixed, at the least weight tried
+    (half of it does not)."""
+    from designer.certify import certify
+    from designer.channel import Channel
+    from designer.design.repair import MIXTURE_DECADES, certified_mixture
+
+    privacy, distance, prior, edges = grid_problem((3, 3), 0.5, 2)
+    pairs, ratios, _ = constraint_pairs(privacy)
+    whole = solve_ratio_bounded_stochastic_lp(prior[:, None] * distance, pairs, ratios, backend="highs")
+    channel = whole.matrix.copy()
+    channel[0, np.argmax(channel[0])] *= 1 + 2e-7  # row 0 breaks its tight ratios by about 1e-7
+    channel /= channel.sum(axis=1, keepdims=True)
+    assert certify(Channel(channel), privacy).verdict != "certified"
+    mixed, weight = certified_mixture(privacy, channel)
+    assert certify(Channel(mixed), privacy).verdict == "certified"
+    assert np.allclose(mixed, (1 - weight) * channel + weight / channel.shape[1], rtol=0, atol=1e-15)
+    assert MIXTURE_DECADES[0] <= weight <= 1e-4
+    assert certify(Channel((1 - weight / 2) * channel + weight / 2 / channel.shape[1]), privacy).verdict != "certified"
+    # E = 0 between distinct rows: no mixture helps
+    assert certified_mixture(type(privacy)(np.zeros((2, 2))), np.array([[0.6, 0.4], [0.4, 0.6]])) is None
 
 
 def test_best_so_far_keeps_the_largest_lower_and_smallest_upper():

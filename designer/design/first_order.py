@@ -21,12 +21,14 @@ So the whole LP with the constraints on the edges only (Bordenabe, Chatzikokolak
   (a gap of 0.5%), where column generation alone had a gap of 12.7% after 180 s (benchmarks/RESULTS.md).
 
 The column generation's channel is exact (its rows sum to 1 to rounding: the master's weights are
-re-solved on their support). Each iterate, repaired, is certified at once: one that certifies is a channel, its
-expected loss an upper bound (reported to ``progress``; a certified iterate within the gap of the bound ends the
-design before any column), and one that does not is not reported. Until an iterate certifies, the upper bound
-is the expected loss of the best constant channel (every input sends the same report), E-LDP for every E. Near
-convergence a repaired iterate can cost less than the optimum without being E-LDP (a 3 x 4 grid, PDLP at a
-relative tolerance of 1e-2 to 1e-6); an earlier version reported its cost as the upper bound.
+re-solved on their support). Each iterate, repaired, is certified at once, else mixed with the uniform channel
+by the least weight that certifies (:func:`designer.design.repair.certified_mixture`; 1e-6 to 1e-5 when the
+iterate misses by rounding-sized violations): a certified one is a channel, its expected loss an upper bound
+(reported to ``progress``; one within the gap of the bound ends the design before any column), and one that
+neither certifies nor mixes into the cone is not reported. Until an iterate certifies, the upper bound is the
+expected loss of the best constant channel (every input sends the same report), E-LDP for every E. Near
+convergence a repaired iterate can cost less than the optimum without being E-LDP (4e-9 below it on a 3 x 4
+grid, PDLP at a relative tolerance of 1e-2); an earlier version reported its cost as the upper bound.
 
 ``"auto"`` (:func:`designer.design.expected_loss.route_expected_loss`) first gives column generation alone
 :data:`COLUMN_GENERATION_SHARE` of the budget, and this method the rest when the gap is still open
@@ -40,10 +42,15 @@ import time
 
 import numpy as np
 
-from designer.channel import Channel
 from designer.design.loss_decomposition import constraint_pairs, decompose_by_output, start_columns
 from designer.design.progress import Progress, shifted
-from designer.design.repair import NEGLIGIBLE_COLUMN, certify_design, project_into_cone, raise_into_cone
+from designer.design.repair import (
+    NEGLIGIBLE_COLUMN,
+    certified_mixture,
+    certifies,
+    project_into_cone,
+    raise_into_cone,
+)
 from designer.spec import PrivacyMatrix
 
 #: ``(channels, lower_bound, stopped, history, methods)``, as
@@ -94,16 +101,17 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
             failure = f"; {error}"
             break
         raised = raise_into_cone(privacy, result.matrix)
-        repaired = project_into_cone(privacy, raised)
-        certified = certify_design(Channel(repaired), privacy, exact=False).verdict == "certified"
-        if certified and float(np.sum(cost * repaired)) < upper:
+        repaired, weight = project_into_cone(privacy, raised), 0.0
+        if not certifies(repaired, privacy):
+            repaired, weight = certified_mixture(privacy, repaired) or (None, None)
+        if repaired is not None and float(np.sum(cost * repaired)) < upper:
             channel, upper = repaired, float(np.sum(cost * repaired))
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
         if bound > lower:
             lower, centre, raised_iterate = bound, result.row_duals, raised
         seconds = time.perf_counter() - start
         history.append({"backend": "pdlp", "status": result.status, "tolerance": tolerance, "upper": upper,
-                        "iterate_certified": certified, "lower_bound": lower, "iterations": solver.iterations,
+                        "uniform_weight": weight, "lower_bound": lower, "iterations": solver.iterations,
                         "seconds": round(seconds, 3)})
         if progress is not None:
             progress(lower, upper, seconds)
