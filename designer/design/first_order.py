@@ -22,8 +22,8 @@ So the whole LP with the constraints on the edges only (Bordenabe, Chatzikokolak
 
 The column generation's channel is exact (its rows sum to 1 to rounding: the master's weights are
 re-solved on their support). Each iterate, repaired, is certified at once, else mixed with the uniform channel
-by the least weight that certifies (:func:`designer.design.repair.certified_mixture`; 1e-6 to 1e-5 when the
-iterate misses by rounding-sized violations): a certified one is a channel, its expected loss an upper bound
+by the least weight that certifies (:func:`designer.design.repair.certified_mixture`; 1e-7 to 2e-5 on 3 x 4
+to 10 x 10 grids): a certified one is a channel, its expected loss an upper bound
 (reported to ``progress``; one within the gap of the bound ends the design before any column), and one that
 neither certifies nor mixes into the cone is not reported. Until an iterate certifies, the upper bound is the
 expected loss of the best constant channel (every input sends the same report), E-LDP for every E. Near
@@ -102,7 +102,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
             break
         raised = raise_into_cone(privacy, result.matrix)
         repaired, weight = project_into_cone(privacy, raised), 0.0
-        if not certifies(repaired, privacy):
+        if not certifies(privacy, repaired):
             repaired, weight = certified_mixture(privacy, repaired) or (None, None)
         if repaired is not None and float(np.sum(cost * repaired)) < upper:
             channel, upper = repaired, float(np.sum(cost * repaired))

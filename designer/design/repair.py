@@ -25,10 +25,10 @@ NEGLIGIBLE_COLUMN = 1e-12
 REFINEMENT_STEPS = 3
 
 
-#: Weights of the uniform channel tried by :func:`certified_mixture`, least first: the decades, then bisection in
-#: log scale between the last that failed and the first that certified.
-MIXTURE_DECADES = tuple(10.0 ** -power for power in range(10, 0, -1))
-MIXTURE_BISECTIONS = 4
+#: Weights of the uniform channel :func:`certified_mixture` searches between (a larger weight than the most is no
+#: repair), and its bisection steps on the logarithm of the weight (8: within a factor 10^(10/256) = 1.09).
+LEAST_MIXTURE, MOST_MIXTURE = 1e-11, 0.1
+MIXTURE_STEPS = 8
 
 
 #: Largest finite level a float design accepts: ``-log`` of the smallest normal double
@@ -144,8 +144,7 @@ def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
     return projected / projected.sum(axis=1, keepdims=True)
 
 
-# ---------------------------------------------------------------- internals
-def certifies(matrix, privacy: PrivacyMatrix) -> bool:
+def certifies(privacy: PrivacyMatrix, matrix) -> bool:
     """Whether ``matrix`` is certified E-LDP in float mode (entries below the normal range count as not certified)."""
     try:
         return certify(Channel(matrix), privacy).verdict == "certified"
@@ -154,42 +153,39 @@ def certifies(matrix, privacy: PrivacyMatrix) -> bool:
 
 
 def certified_mixture(privacy: PrivacyMatrix, matrix) -> tuple[np.ndarray, float] | None:
-    """``((1 - theta) Q + theta U, theta)`` for the least ``theta`` tried that certifies, U uniform; None if none does.
+    """``((1 - theta) Q + theta U, theta)`` for the least ``theta`` found that certifies, U uniform; None if none does.
 
     Every row of U is the same, so U is E-LDP for every E, and mixing pulls every likelihood ratio towards 1:
     a pair (x, x') of column y with ``a = Q[x, y] > e^E b = e^E Q[x', y]`` holds after mixing when
-    ``theta / (1 - theta) >= m (a - e^E b) / (e^E - 1)``, so a violation of v in the log-ratio needs a weight of
-    about ``m v`` (m outputs) and ``theta`` raises the expected loss by at most ``theta`` times the uniform
-    channel's. A repaired iterate of a first-order method that misses the certificate by rounding-sized
-    violations (1e-8) certifies at ``theta`` of 1e-6 to 1e-5 on 3 x 4 to 5 x 5 grids, 7e-7 to 8.5e-6 above the
-    optimum. Pairs with E = 0 and unequal rows never certify this way.
+    ``theta / (1 - theta) >= m (a - e^E b) / (e^E - 1)`` (m outputs), and a pair that holds keeps holding. So the
+    certificate is monotone in ``theta``: one certification at :data:`MOST_MIXTURE` (None if it fails: two
+    certifications in all for an iterate far from the cone), then :data:`MIXTURE_STEPS` bisections on
+    ``log theta`` down to :data:`LEAST_MIXTURE`. A log-ratio violation v needs a weight of about
+    ``m v / (e^E - 1)``, which raises the expected loss by at most ``theta`` times U's. PDLP's repaired iterates
+    certify at weights of 8e-8 to 3.5e-6 on 3 x 4 to 5 x 5 grids and 2e-5 on a 10 x 10 grid. Pairs with E = 0 and unequal rows never certify this way.
     """
     matrix = np.asarray(matrix, dtype=float)
     uniform = np.full_like(matrix, 1.0 / matrix.shape[1])
 
     def mixed(theta: float) -> np.ndarray | None:
         candidate = (1.0 - theta) * matrix + theta * uniform
-        return candidate if certifies(candidate, privacy) else None
+        return candidate if certifies(privacy, candidate) else None
 
-    failed = 0.0
-    for theta in MIXTURE_DECADES:
-        found = mixed(theta)
-        if found is not None:
-            break
-        failed = theta
-    else:
+    found, theta = mixed(MOST_MIXTURE), MOST_MIXTURE
+    if found is None:
         return None
-    if failed > 0:
-        for _ in range(MIXTURE_BISECTIONS):
-            middle = math.sqrt(failed * theta)
-            candidate = mixed(middle)
-            if candidate is None:
-                failed = middle
-            else:
-                found, theta = candidate, middle
+    failing, certified = math.log10(LEAST_MIXTURE), math.log10(MOST_MIXTURE)
+    for _ in range(MIXTURE_STEPS):
+        middle = (failing + certified) / 2
+        candidate = mixed(10.0**middle)
+        if candidate is None:
+            failing = middle
+        else:
+            certified, found, theta = middle, candidate, 10.0**middle
     return found, theta
 
 
+# ---------------------------------------------------------------- internals
 def default_uniform(prior, k: int) -> np.ndarray:
     """The uniform distribution when ``prior`` is None, else the validated prior (:func:`designer.utility.validated_prior`)."""
     from designer.utility import validated_prior
