@@ -22,8 +22,13 @@ DEFAULT_MAX_SECONDS = 120.0
 F_DIVERGENCE_NAMES = ("kl", "chi-square", "hellinger", "total-variation")
 #: Utilities optimised over cone vertices.
 VERTEX_UTILITIES = ("mutual-information", *F_DIVERGENCE_NAMES)
-#: Methods of the design front door (designer.design.routes): "auto" and the routes one may ask for.
-DESIGN_METHODS = ("auto", "closed-form", "enumerate", "symmetry", "column-generation")
+#: Methods of the expected-loss design (designer.design.expected_loss): "auto" and the methods one may ask for.
+EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation", "first-order")
+#: Methods of the design front door (designer.design.routes): "auto", the routes one may ask for, and the
+#: expected loss's own methods (which only the expected loss takes).
+DESIGN_METHODS = ("auto", "closed-form", "enumerate", "symmetry", "column-generation", "direct", "first-order")
+#: Relative gap at which column generation for mutual information stops unless told otherwise.
+DEFAULT_INFORMATION_GAP = 0.01
 
 #: Robust certifier: slack on the column-scaled condition (2) of robust-ldp-chi-square.md.
 ROBUST_TOLERANCE = 1e-9

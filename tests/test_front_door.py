@@ -129,6 +129,35 @@ def test_expected_loss_bounds_name_their_proof():
         design_channel(privacy, loss=loss)
 
 
+def test_expected_loss_methods_and_gap_pass_through_the_front_door():
+    """The expected loss's own methods (and its gap, default 1e-6, not column generation's 1%) reach
+    design_expected_loss; the vertex routes refuse it, and its methods refuse the other utilities."""
+    grid = PrivacyMatrix.grid_l1((4, 4), 0.5)
+    for method in ("direct", "column-generation", "first-order"):
+        design = design_channel(grid, "expected-loss", method=method)
+        assert design.method == "expected-loss" and design.route.method == method
+        assert design.reason.startswith(f"expected loss, {method}: requested") and design.route.gap <= 1e-6
+    assert design.upper.value - design.lower.value <= 1e-6 * design.upper.value
+    # PDLP's tolerance is the gap over 10: 0.05 for a gap of 0.5, 1e-7 for the default 1e-6
+    loose = design_channel(grid, "expected-loss", method="first-order", gap=0.5)
+    tight = design_channel(grid, "expected-loss", method="first-order")
+    assert [d.route.history[0]["tolerance"] for d in (loose, tight)] == [0.05, 1e-7]
+    assert loose.route.stopped == tight.route.stopped == "gap" and loose.route.gap <= 0.5
+    line = line_metric(6, 0.5)
+    assert design_channel(line, "expected-loss", method="closed-form").route.method == "closed-form"
+    with pytest.raises(ValueError, match="the closed form does not apply"):
+        design_channel(grid, "expected-loss", method="closed-form")
+    for method in ("enumerate", "symmetry"):
+        with pytest.raises(ValueError, match=f"--method {method} does not design for the expected loss"):
+            design_channel(grid, "expected-loss", method=method)
+    for method in ("direct", "first-order"):
+        with pytest.raises(ValueError, match=f"--method {method} designs for the expected loss only"):
+            design_channel(grid, method=method)
+    refused = runner.invoke(app, ["design", "--family", "metric-grid", "--grid", "3x3", "--method", "first-order",
+                                  "--out", "never.csv"])
+    assert refused.exit_code == 2 and "designs for the expected loss only" in refused.output
+
+
 def test_binary_closed_form_is_theorem_2_and_auto_keeps_the_vertex_lp():
     privacy = binary_privacy(0.5, 1.2)
     prior = np.array([0.3, 0.7])

@@ -52,12 +52,14 @@ def design_command(
         "0.25,0.5,0.75,1,1.5,2,3,4", "--plot-eps", help="Epsilon values of --plot (E scaled so its smallest level is each)."
     ),
     gap: float = typer.Option(
-        0.01, "--gap", help="Column generation: stop when (upper - lower) / upper is at most this."
+        None, "--gap", help="Stop when (upper - lower) / upper is at most this (default: 0.01 for column "
+        "generation, 1e-6 for the expected loss's LPs)."
     ),
     threads: int = typer.Option(
         None, "--threads", help="Column generation: threads of the bound's search (default: CPUs, at most 4)."
     ),
-    method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md)."),
+    method: str = typer.Option("auto", "--method", help=f"One of: {', '.join(METHODS)} (auto: see docs/design.md; "
+                               "direct and first-order: expected loss only)."),
     out: Path = typer.Option(..., "--out", help="Where to write the channel CSV (rows inputs, columns outputs)."),
     prior_file: Path = typer.Option(None, "--prior", help="k probabilities, one row or one column (default uniform)."),
     utility: str = typer.Option(
@@ -103,7 +105,7 @@ def design_command(
         fail("--plot draws the --compare figure of mutual information: add --compare, not with expected-loss")
     if compare and utility not in ("mutual-information", "expected-loss"):
         fail("--compare gives mutual information or expected loss; use --utility mutual-information or expected-loss")
-    if not 0 <= gap < 1:
+    if gap is not None and not 0 <= gap < 1:
         fail(f"--gap must be in [0, 1), got {gap!r}")
     if threads is not None and threads < 1:
         fail(f"--threads must be at least 1, got {threads!r}")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from designer.channel import Channel
-from designer.defaults import DEFAULT_MAX_SECONDS
+from designer.defaults import DEFAULT_MAX_SECONDS, EXPECTED_LOSS_METHODS
 from designer.design.repair import (
     certify_design,
     check_design_levels,
@@ -44,8 +44,6 @@ from designer.design.progress import best_so_far
 from designer.design.result import DesignResult, json_float
 from designer.spec import PrivacyMatrix
 
-#: Methods of :func:`design_expected_loss`.
-EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation", "first-order")
 #: ``method="auto"`` solves the direct LP while ``k m`` is at most this (k = m = 50), else by output.
 DIRECT_MAX_ENTRIES = 2_500
 #: Default relative gap ``(upper - lower) / upper`` at which the LP methods stop. The bound's own floor is

@@ -17,7 +17,7 @@ import numpy as np
 
 from designer.certify import certify
 from designer.channel import Channel
-from designer.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
+from designer.defaults import DEFAULT_INFORMATION_GAP, DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
 from designer.design.interior import move_inside
 from designer.design.outcome import Bound, Design
 from designer.design.problem import Problem
@@ -41,7 +41,7 @@ def design_channel(
     loss=None,
     method: str = "auto",
     exact: bool = False,
-    gap: float = 0.01,
+    gap: float | None = None,
     max_seconds: float = DEFAULT_MAX_SECONDS,
     max_vertices: int | None = DEFAULT_MAX_VERTICES,
     threads: int | None = None,
@@ -65,11 +65,14 @@ def design_channel(
         The expected-loss utility's loss (default 0/1 loss, outputs = inputs).
     method : str
         ``"auto"`` (default) or a route: ``"closed-form"``, ``"enumerate"``, ``"symmetry"``,
-        ``"column-generation"``.
+        ``"column-generation"``; for the expected loss, one of its methods (``"closed-form"``, ``"direct"``,
+        ``"column-generation"``, ``"first-order"``: :func:`designer.design.expected_loss.design_expected_loss`).
     exact : bool
         Exact rational channel and exact certificate (vertex and orbit routes).
     gap, max_seconds, threads, progress
-        Column generation: stop at ``(upper - lower) / upper <= gap`` or after ``max_seconds``;
+        Column generation and the expected loss's LPs: stop at ``(upper - lower) / upper <= gap`` (default
+        :data:`designer.defaults.DEFAULT_INFORMATION_GAP` for mutual information,
+        :data:`designer.design.expected_loss.DEFAULT_LOSS_GAP` for the expected loss) or after ``max_seconds``;
         ``progress(lower, upper, seconds)`` after every round. ``max_seconds`` also bounds each
         vertex enumeration.
     max_vertices, row_order
@@ -92,8 +95,12 @@ def design_channel(
     route = choose_route(problem, method)
     runner = {"closed-form": _closed_form, "enumerate": _enumerate, "symmetry": _symmetric,
               "column-generation": _column_generation, "expected-loss": _expected_loss}[route.method]
+    if gap is None:
+        from designer.design.expected_loss import DEFAULT_LOSS_GAP
+
+        gap = DEFAULT_LOSS_GAP if problem.utility == "expected-loss" else DEFAULT_INFORMATION_GAP
     options = {"gap": gap, "max_seconds": max_seconds, "max_vertices": max_vertices, "threads": threads,
-               "progress": progress, "row_order": row_order}
+               "progress": progress, "row_order": row_order, "method": method}
     design = runner(problem, route, options)
     design.seconds = time.perf_counter() - start
     return design
@@ -197,8 +204,8 @@ def _expected_loss(problem: Problem, route: Route, options: dict) -> Design:
 
     privacy = problem.densified()
     loss = np.asarray(problem.loss, dtype=float) if problem.loss is not None else 1.0 - np.eye(privacy.k)
-    result = design_expected_loss(privacy, loss, problem.prior, max_seconds=options["max_seconds"],
-                                  progress=options["progress"])
+    result = design_expected_loss(privacy, loss, problem.prior, method=options["method"],
+                                  max_seconds=options["max_seconds"], progress=options["progress"], gap=options["gap"])
     prior = problem.prior_or_uniform()
     kind = "closed form" if result.method == "closed-form" else "Lagrangian"
     lower = Bound(result.lower_bound, kind, result.bound)

@@ -20,7 +20,9 @@ Routes (``Route.method``) and when ``method="auto"`` takes each, in this order:
 
 ``method`` may name a route: ``"enumerate"`` never uses the orbit LP, ``"symmetry"`` insists on
 it (:class:`~designer.design.symmetry.SymmetryLostError` when E has no row-constant twin classes),
-``"column-generation"`` runs it on any E (mutual information, float).
+``"column-generation"`` runs it on any E (mutual information, float). For the expected loss ``method``
+names one of :data:`designer.defaults.EXPECTED_LOSS_METHODS` (``"closed-form"``, ``"direct"``,
+``"column-generation"``, ``"first-order"``), passed on to :func:`designer.design.expected_loss.design_expected_loss`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.defaults import DESIGN_METHODS
+from designer.defaults import DESIGN_METHODS, EXPECTED_LOSS_METHODS
 from designer.design.closed_form import CLOSED_FORMS, ClosedForm
 from designer.design.problem import Problem
 from designer.design.repair import MAX_FLOAT_DESIGN_LEVEL
@@ -68,6 +70,14 @@ def choose_route(problem: Problem, method: str = "auto") -> Route:
     """
     if method not in METHODS:
         raise ValueError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    if problem.utility == "expected-loss":
+        if method not in EXPECTED_LOSS_METHODS:
+            raise ValueError(f"--method {method} does not design for the expected loss; use one of "
+                             f"{', '.join(EXPECTED_LOSS_METHODS)}")
+        return Route("expected-loss", "expected loss: the line's closed form, the direct LP, column generation by "
+                     "output or a first-order method (designer.design.expected_loss says which and why)")
+    if method in set(EXPECTED_LOSS_METHODS) - {"auto", "closed-form", "column-generation"}:
+        raise ValueError(f"--method {method} designs for the expected loss only (--utility expected-loss)")
     if method in ("auto", "closed-form"):
         for form in CLOSED_FORMS:
             reason = form.applies(problem) if form.under_auto or method == "closed-form" else None
@@ -79,9 +89,6 @@ def choose_route(problem: Problem, method: str = "auto") -> Route:
         if problem.utility != "mutual-information" or problem.exact:
             raise ValueError("--method column-generation designs for mutual information in floating point (no --exact)")
         return Route("column-generation", "column generation with certified bounds (asked for)")
-    if problem.utility == "expected-loss":
-        return Route("expected-loss", "expected loss: the line's closed form, the direct LP or column generation by "
-                     "output (designer.design.expected_loss says which and why)")
     exact = " (exact)" if problem.exact else ""
     if isinstance(problem.privacy, ClassStructure):
         if method == "enumerate":
