@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 
 import numpy as np
 
 from designer.design.loss_decomposition import constraint_pairs, decompose_by_output, start_columns
-from designer.design.progress import Progress, shifted
+from designer.design.progress import Progress, shifted, while_running
 from designer.design.repair import (
     NEGLIGIBLE_COLUMN,
     certified_mixture,
@@ -78,7 +79,9 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     :func:`designer.design.loss_decomposition.decompose_by_output`: the channels least expected loss first
     (column generation's, and PDLP's best certified iterate), the proven lower bound, why it stopped (``"gap"``,
     ``"priced out"``, ``"time"``), one history entry per PDLP run and per pricing, and a one-line description.
-    Without a PDLP iterate (no time, or a failure) the column generation starts at ``u = 0``.
+    Without a PDLP iterate (no time, or a failure) the column generation starts at ``u = 0``. While PDLP runs,
+    ``progress`` hears the bounds so far every :data:`designer.design.progress.HEARTBEAT_SECONDS` (from a helper
+    thread).
     """
     from designer.design.gap.column_generation import default_threads
     from solvers.first_order import FirstOrderRatioLP
@@ -96,7 +99,8 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     channel, upper = None, float(np.sum(cost * constant))
     while True:
         try:
-            result = solver.run(FIRST_ORDER_SHARE * max_seconds - (time.perf_counter() - start))
+            budget = FIRST_ORDER_SHARE * max_seconds - (time.perf_counter() - start)
+            result = while_running(partial(solver.run, budget), progress, lower, upper, start)
         except LinearProgramError as error:
             failure = f"; {error}"
             break

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Callable
+from typing import TypeVar
+
+Result = TypeVar("Result")
 
 #: ``progress(lower, upper, seconds)``, as :func:`designer.design.expected_loss.design_expected_loss` takes it: a
 #: proven lower bound on the least expected loss, the expected loss of an E-LDP channel, the seconds since the start.
 Progress = Callable[[float, float, float], None] | None
+#: Seconds between the reports of :func:`while_running`.
+HEARTBEAT_SECONDS = 2.0
 
 
 def shifted(progress: Progress, seconds: float) -> Progress:
@@ -35,3 +42,29 @@ def best_so_far(progress: Progress) -> Progress:
         progress(best[0], best[1], seconds)
 
     return report
+
+
+def while_running(action: Callable[[], Result], progress: Progress, lower: float, upper: float, start: float,
+                  every: float | None = None) -> Result:
+    """``action()``, reporting ``progress(lower, upper, seconds since start)`` every ``every`` seconds meanwhile.
+
+    For a solver call that reports nothing for minutes but releases the GIL (HiGHS's PDLP: 240 s at 1,000
+    nodes), so that a progress bar keeps moving with the bounds it has. The reports come from a helper
+    thread, which stops before this returns. Default ``every``: :data:`HEARTBEAT_SECONDS`.
+    """
+    if progress is None:
+        return action()
+    every = HEARTBEAT_SECONDS if every is None else every
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(every):
+            progress(lower, upper, time.perf_counter() - start)
+
+    helper = threading.Thread(target=beat, daemon=True)
+    helper.start()
+    try:
+        return action()
+    finally:
+        done.set()
+        helper.join()
