@@ -209,8 +209,9 @@ def test_auto_hands_an_open_gap_to_the_first_order_method(monkeypatch):
 
 
 def test_column_generation_priced_at_a_given_centre_bounds_there():
-    """Round 1 prices every output a second time at the centre: at the optimum's row multipliers (HiGHS's, from
-    the whole LP) that bound is the optimum itself; from ``u = 0`` round 1's bound is far below it."""
+    """A given centre prices every output before the first master solve: at the optimum's row multipliers (HiGHS's,
+    from the whole LP) that bound is the optimum itself, and the first master, with those vertices, is lower;
+    from ``u = 0`` round 1's bound is far below it."""
     from designer.design.loss_decomposition import start_columns
 
     privacy, distance, prior, edges = grid_problem((3, 4), 0.5, 6)
@@ -222,8 +223,11 @@ def test_column_generation_priced_at_a_given_centre_bounds_there():
     common = {"gap_tolerance": 1e-12, "bound_ratios": bound_ratios, "max_rounds": 1}
     centred = column_generation_by_output(cost, pairs, ratios, columns, owners, centre=whole.row_duals, **common)
     at_zero = column_generation_by_output(cost, pairs, ratios, columns, owners, **common)
-    assert [entry["smoothing"] for entry in centred.history] == [0.0, 1.0]
-    assert centred.history[1]["lower_bound"] == pytest.approx(optimum, rel=1e-9) and centred.lower_bound <= optimum
+    assert [entry["round"] for entry in centred.history] == [0, 1, 1]
+    assert [entry["smoothing"] for entry in centred.history] == [1.0, 0.0, 0.95]
+    assert centred.history[0]["lower_bound"] == pytest.approx(optimum, rel=1e-9) and centred.lower_bound <= optimum
+    # the vertices priced there join the first master: 1.19569 after one round, against 1.29819 from u = 0
+    assert centred.history[0]["new_columns"] > 0 and optimum < centred.objective < at_zero.objective - 0.05
     assert at_zero.lower_bound < optimum * 0.9
 
 
