@@ -1,4 +1,4 @@
-"""The ratio-constrained stochastic-matrix LP by a first-order method, run in chunks that warm-start.
+"""The ratio-constrained stochastic-matrix LP by a first-order method, built once and re-run from its last iterate.
 
 Problem: the LP of :func:`solvers.linear.solve_ratio_bounded_stochastic_lp`,
 
@@ -14,10 +14,11 @@ matrix: HiGHS's PDLP (cuPDLP-C: Lu and Yang, "cuPDLP-C", 2023; the restarted PDH
 Its iterates are neither exactly feasible nor exactly optimal: the caller repairs the primal onto the cone
 and bounds the optimum from the pair multipliers (:func:`solvers.ratio_lp.lagrangian_lower_bound`, valid for
 any multipliers), so the iterate of a run stopped by its time limit is as usable as a converged one, only
-less tight. :class:`FirstOrderRatioLP` builds the model once and runs it in chunks, each warm-started from
-the last iterate and its multipliers (HiGHS's ``setSolution``; measured on a 20 x 20 grid: 20 s then 20 s
-from the iterate reached a primal-dual objective error of 5.6e-4, one 40 s run 8.5e-4), so that the caller
-can report both bounds and stop as soon as they meet.
+less tight. :class:`FirstOrderRatioLP` builds the model once; each further run (after :meth:`tighten`) is
+warm-started from the last iterate and its multipliers (HiGHS's ``setSolution``). Runs cut short on purpose
+do not pay: short chunks lose PDLP's restart state (a 10 x 10 grid in 2 s chunks was still 4e-3 from the
+optimum after 17,094 iterations, where one run converged in 14,920), so the caller runs it in one piece per
+tolerance (:mod:`designer.design.first_order`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ DEFAULT_TOLERANCE = 1e-7
 
 
 class FirstOrderRatioLP:
-    """The stochastic LP in HiGHS's PDLP, built once, solved in chunks (module docstring).
+    """The stochastic LP in HiGHS's PDLP, built once, re-run from its last iterate (module docstring).
 
     Parameters
     ----------

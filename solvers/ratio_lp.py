@@ -419,19 +419,27 @@ def column_generation_by_output(
             found.append((y, rho + scale * float((at - u) @ vertex), vertex))
         return found
 
+    def price_all(at: np.ndarray, u: np.ndarray) -> list:
+        """Every output priced at ``at`` (one share of the tour per worker), in output order."""
+        shares = (list(executor.map(price, range(len(pricing)), repeat(at), repeat(u)))
+                  if executor is not None else [price(0, at, u)])
+        return sorted((item for share in shares for item in share), key=lambda item: item[0])
+
+    def join(new_owners: list, new_columns: list) -> None:
+        """New columns into the master, and their points into those offered to every output."""
+        nonlocal vertices
+        new_owners, new_columns = np.array(new_owners), np.vstack(new_columns)
+        master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, scaled[:, new_owners]))
+        vertices = np.vstack([vertices, new_columns])
+
     centre_given = centre is not None
     if centre_given:  # the outputs priced at the given centre join the first master (module docstring)
-        shares = (list(executor.map(price, range(len(pricing)), repeat(best), repeat(best)))
-                  if executor is not None else [price(0, best, best)])
-        priced = sorted((item for share in shares for item in share), key=lambda item: item[0])
+        priced = price_all(best, best)
         lps += len(priced)
         lower = lagrangian_lower_bound(cost, pairs, bound_ratios, pair_duals)
         found = {np.round(vertex, 12).tobytes(): (y, vertex) for y, _, vertex in priced if vertex is not None}
         if found:
-            new_owners = np.array([y for y, _ in found.values()])
-            new_columns = np.vstack([vertex for _, vertex in found.values()])
-            master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, scaled[:, new_owners]))
-            vertices = np.vstack([vertices, new_columns])
+            join([y for y, _ in found.values()], [vertex for _, vertex in found.values()])
         history.append({"round": 0, "lower_bound": lower, "new_columns": len(found), "smoothing": 1.0,
                         "seconds": round(time.perf_counter() - start, 3)})
     while True:
@@ -448,9 +456,7 @@ def column_generation_by_output(
         joining, ended, centre = {}, False, best  # (output, vertex) -> vertex; the centre as the round began
         for smoothing in (0.0, 1.0 if rounds == 1 and not centre_given else SMOOTHING):
             at = smoothing * centre + (1.0 - smoothing) * u
-            shares = (list(executor.map(price, range(len(pricing)), repeat(at), repeat(u)))
-                      if executor is not None else [price(0, at, u)])
-            priced = sorted((item for share in shares for item in share), key=lambda item: item[0])
+            priced = price_all(at, u)
             lps += len(priced)
             out_of_time = len(priced) < m
             unsolved = sum(vertex is None for _, _, vertex in priced)
@@ -476,10 +482,7 @@ def column_generation_by_output(
         if max_rounds is not None and rounds >= max_rounds:
             stopped = "rounds"
             break
-        new_owners = np.array([y for y, _ in joining])
-        new_columns = np.vstack(list(joining.values()))
-        master.add(new_columns, new_owners, np.einsum("jx,xj->j", new_columns, scaled[:, new_owners]))
-        vertices = np.vstack([vertices, new_columns])
+        join([y for y, _ in joining], list(joining.values()))
     if executor is not None:
         executor.shutdown()
     objective, _, weights = master.latest()

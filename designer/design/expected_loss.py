@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from designer.channel import Channel
-from designer.defaults import DEFAULT_MAX_SECONDS, EXPECTED_LOSS_METHODS
+from designer.defaults import DEFAULT_LOSS_GAP, DEFAULT_MAX_SECONDS, EXPECTED_LOSS_METHODS
 from designer.design.repair import (
     certify_design,
     check_design_levels,
@@ -40,17 +40,12 @@ from designer.design.repair import (
     project_into_cone,
     raise_into_cone,
 )
-from designer.design.progress import best_so_far
+from designer.design.progress import best_so_far, closes
 from designer.design.result import DesignResult, json_float
 from designer.spec import PrivacyMatrix
 
 #: ``method="auto"`` solves the direct LP while ``k m`` is at most this (k = m = 50), else by output.
 DIRECT_MAX_ENTRIES = 2_500
-#: Default relative gap ``(upper - lower) / upper`` at which the LP methods stop. The bound's own floor is
-#: the pricing LPs' dual tolerance (1e-10 of the scaled costs) summed over k rows: about 1e-7 relative at
-#: k = 1,600 (a 40 x 40 grid sat at 1.1-1.4e-7 for seven rounds), so a smaller default would spend the time
-#: budget on noise there.
-DEFAULT_LOSS_GAP = 1e-6
 
 
 @dataclass
@@ -279,7 +274,7 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
         notes.append(f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {name}, {solution.status})")
         if progress is not None:
             progress(lower, upper, time.perf_counter() - start)
-        if upper - lower <= gap * abs(upper):
+        if closes(lower, upper, gap):
             return [seed], lower, "gap", history, notes
         if constraints == "all-pairs":  # a comparison of constraint sets: the solver's answer, not refined
             return [seed], lower, "solved", history, notes

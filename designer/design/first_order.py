@@ -45,7 +45,7 @@ from functools import partial
 import numpy as np
 
 from designer.design.loss_decomposition import constraint_pairs, decompose_by_output, start_columns
-from designer.design.progress import Progress, shifted, while_running
+from designer.design.progress import Progress, closes, shifted, while_running
 from designer.design.repair import (
     NEGLIGIBLE_COLUMN,
     certified_mixture,
@@ -97,7 +97,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     lower, centre, raised_iterate, history, failure = -math.inf, None, None, [], ""
     constant = constant_channel(cost)
     # the best certified iterate, and its expected loss; until one certifies, the constant channel (E-LDP for any E)
-    channel, upper = None, float(np.sum(cost * constant))
+    channel, upper = None, expected_loss(cost, constant)
     while True:
         try:
             budget = FIRST_ORDER_SHARE * max_seconds - (time.perf_counter() - start)
@@ -109,8 +109,8 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
         repaired, weight = project_into_cone(privacy, raised), 0.0
         if not certifies(privacy, repaired):
             repaired, weight = certified_mixture(privacy, repaired) or (None, None)
-        if repaired is not None and float(np.sum(cost * repaired)) < upper:
-            channel, upper = repaired, float(np.sum(cost * repaired))
+        if repaired is not None and expected_loss(cost, repaired) < upper:
+            channel, upper = repaired, expected_loss(cost, repaired)
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
         if bound > lower:
             lower, centre, raised_iterate = bound, result.row_duals, raised
@@ -120,7 +120,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
                         "seconds": round(seconds, 3)})
         if progress is not None:
             progress(lower, upper, seconds)
-        if upper - lower <= gap * abs(upper) or result.status != "Optimal" or tolerance <= SMALLEST_TOLERANCE:
+        if closes(lower, upper, gap) or result.status != "Optimal" or tolerance <= SMALLEST_TOLERANCE:
             break
         tolerance = max(tolerance / TOLERANCE_DIVISOR, SMALLEST_TOLERANCE)  # converged: tighter, from the iterate
         solver.tighten(tolerance)
@@ -129,7 +129,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     channels = [] if channel is None else [channel]
     described = (f"first-order LP (HiGHS PDLP): {runs} runs, {iterations} iterations, {len(pairs) * m} ratio rows "
                  f"({len(pairs)} pair constraints){failure}")
-    if upper - lower <= gap * abs(upper):  # a certified iterate closed the gap
+    if closes(lower, upper, gap):  # a certified iterate closed the gap
         return channels, lower, "gap", history, [described]
     described += "; then column generation by output centred at its multipliers: "
     columns, owners = start_columns(privacy, cost)
@@ -146,10 +146,9 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
             threads=default_threads(), centre=centre, first_by_deadline=True)
     except LinearProgramError as error:
         return [*channels, constant], lower, "time", history, [described + str(error)]
-    channels = sorted([*channels, by_columns.matrix], key=lambda matrix: float(np.sum(cost * matrix)))
+    channels = sorted([*channels, by_columns.matrix], key=partial(expected_loss, cost))
     lower = max(lower, by_columns.lower_bound)
-    best = float(np.sum(cost * by_columns.matrix))
-    stopped = "gap" if best - lower <= gap * abs(best) else by_columns.stopped
+    stopped = "gap" if closes(lower, expected_loss(cost, by_columns.matrix), gap) else by_columns.stopped
     described += (f"{by_columns.rounds} rounds, {by_columns.columns} columns, {by_columns.pricing_lps} pricing LPs")
     return channels, lower, stopped, history + by_columns.history, [described]
 
@@ -170,8 +169,13 @@ def by_output_then_first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: fl
         return by_output
     more, more_lower, stopped, more_history, more_methods = first_order(
         privacy, cost, gap, remaining, shifted(progress, time.perf_counter() - start))
-    combined = sorted([*channels, *more], key=lambda matrix: float(np.sum(cost * matrix)))
+    combined = sorted([*channels, *more], key=partial(expected_loss, cost))
     return combined, max(lower, more_lower), stopped, history + more_history, methods + more_methods
+
+
+def expected_loss(cost: np.ndarray, channel: np.ndarray) -> float:
+    """``sum_{x, y} cost[x, y] channel[x, y]``: the expected loss when ``cost`` is prior times loss."""
+    return float(np.sum(cost * channel))
 
 
 def constant_channel(cost: np.ndarray) -> np.ndarray:

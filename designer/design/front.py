@@ -17,7 +17,7 @@ import numpy as np
 
 from designer.certify import certify
 from designer.channel import Channel
-from designer.defaults import DEFAULT_INFORMATION_GAP, DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
+from designer.defaults import DEFAULT_INFORMATION_GAP, DEFAULT_LOSS_GAP, DEFAULT_MAX_SECONDS, DEFAULT_MAX_VERTICES
 from designer.design.interior import move_inside
 from designer.design.outcome import Bound, Design
 from designer.design.problem import Problem
@@ -72,7 +72,7 @@ def design_channel(
     gap, max_seconds, threads, progress
         Column generation and the expected loss's LPs: stop at ``(upper - lower) / upper <= gap`` (default
         :data:`designer.defaults.DEFAULT_INFORMATION_GAP` for mutual information,
-        :data:`designer.design.expected_loss.DEFAULT_LOSS_GAP` for the expected loss) or after ``max_seconds``;
+        :data:`designer.defaults.DEFAULT_LOSS_GAP` for the expected loss) or after ``max_seconds``;
         ``progress(lower, upper, seconds)`` after every round. ``max_seconds`` also bounds each
         vertex enumeration.
     max_vertices, row_order
@@ -96,8 +96,6 @@ def design_channel(
     runner = {"closed-form": _closed_form, "enumerate": _enumerate, "symmetry": _symmetric,
               "column-generation": _column_generation, "expected-loss": _expected_loss}[route.method]
     if gap is None:
-        from designer.design.expected_loss import DEFAULT_LOSS_GAP
-
         gap = DEFAULT_LOSS_GAP if problem.utility == "expected-loss" else DEFAULT_INFORMATION_GAP
     options = {"gap": gap, "max_seconds": max_seconds, "max_vertices": max_vertices, "threads": threads,
                "progress": progress, "row_order": row_order, "method": method}

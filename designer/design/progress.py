@@ -1,4 +1,5 @@
-"""Progress of a design: ``progress(lower, upper, seconds)`` callbacks, shifted in time and kept to the best so far."""
+"""Progress of a design: ``progress(lower, upper, seconds)`` callbacks, shifted in time and kept to the best so far,
+and when a bracket ``[lower, upper]`` is closed."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ Result = TypeVar("Result")
 Progress = Callable[[float, float, float], None] | None
 #: Seconds between the reports of :func:`while_running`.
 HEARTBEAT_SECONDS = 2.0
+
+
+def closes(lower: float, upper: float, gap: float) -> bool:
+    """Whether the bracket ``[lower, upper]`` is within the relative ``gap``: ``upper - lower <= gap |upper|``."""
+    return upper - lower <= gap * abs(upper)
 
 
 def shifted(progress: Progress, seconds: float) -> Progress:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from designer.defaults import DESIGN_METHODS, EXPECTED_LOSS_METHODS
+from designer.defaults import DESIGN_METHODS, EXPECTED_LOSS_METHODS, ROUTE_METHODS
 from designer.design.closed_form import CLOSED_FORMS, ClosedForm
 from designer.design.problem import Problem
 from designer.design.repair import MAX_FLOAT_DESIGN_LEVEL
@@ -76,7 +76,7 @@ def choose_route(problem: Problem, method: str = "auto") -> Route:
                              f"{', '.join(EXPECTED_LOSS_METHODS)}")
         return Route("expected-loss", "expected loss: the line's closed form, the direct LP, column generation by "
                      "output or a first-order method (designer.design.expected_loss says which and why)")
-    if method in set(EXPECTED_LOSS_METHODS) - {"auto", "closed-form", "column-generation"}:
+    if method not in ROUTE_METHODS:
         raise ValueError(f"--method {method} designs for the expected loss only (--utility expected-loss)")
     if method in ("auto", "closed-form"):
         for form in CLOSED_FORMS:
