@@ -533,6 +533,31 @@ def test_an_answer_the_repair_cannot_certify_gives_way_to_the_next_best(monkeypa
     assert result.objective == pytest.approx(generated[0].objective, rel=1e-9)
 
 
+def test_when_no_repair_certifies_a_mixture_with_the_uniform_channel_is_returned(monkeypatch):
+    """A (patched) repair that moves 1e-7 of row 0's largest entry to another output breaks a tight ratio of every
+    candidate: the design returns one mixed with the uniform channel by the least weight that certifies, certified
+    by the real certifier and within 1e-6 (relative) of the edge-only LP's optimum."""
+    real_project = expected_loss_module.project_into_cone
+
+    def moved(privacy, matrix):
+        repaired = real_project(privacy, matrix).copy()
+        top = int(np.argmax(repaired[0]))
+        other = int(np.argsort(repaired[0])[-2])
+        shift = 1e-7 * repaired[0, top]
+        repaired[0, top] += shift
+        repaired[0, other] -= shift
+        return repaired
+
+    privacy, distance, prior, edges = grid_problem((3, 3), 0.5, 3)
+    expected = lp_optimum(prior[:, None] * distance, edges)
+    clean = design_expected_loss(privacy, distance, prior, method="column-generation")
+    assert clean.certified and certify(Channel(moved(privacy, clean.channel.matrix)), privacy).verdict != "certified"
+    monkeypatch.setattr(expected_loss_module, "project_into_cone", moved)
+    result = design_expected_loss(privacy, distance, prior, method="column-generation")
+    assert result.certified and certify(result.channel, privacy).verdict == "certified"
+    assert clean.objective < result.objective <= expected * (1 + 1e-6)
+
+
 def test_rounds_price_at_a_stability_centre_whose_bound_is_kept():
     """Round 1 prices at the master's multipliers, then at the centre u = 0: that bound is at least k min_y rho_y(0)
     (slice LPs in scipy), positive where the one at the master's multipliers is negative (-25 here); later rounds

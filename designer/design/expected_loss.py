@@ -11,12 +11,14 @@ as Bordenabe et al. observe). Four methods; ``method="auto"`` picks one of the f
   Clarabel, then HiGHS when Clarabel's solve is inaccurate or its bound is not within the gap);
   auto uses it while ``k m <= DIRECT_MAX_ENTRIES``;
 - ``"column-generation"``: the LP by output, never built at once (:mod:`designer.design.loss_decomposition`);
-  under auto, when a third of the budget leaves the gap open, the first-order method takes the rest;
+  under auto, when a sixth of the budget leaves the gap open, the first-order method takes the rest;
 - ``"first-order"``: the whole edge-only LP by a primal-dual hybrid gradient method (HiGHS's PDLP;
   :mod:`designer.design.first_order`), for large irregular graphs where the master of column generation stalls.
 
 Whatever the method, the channel is repaired onto the cone (raised, then lowered:
-:mod:`designer.design.repair`) and certified; its expected loss is the **upper bound**. The
+:mod:`designer.design.repair`) and certified; its expected loss is the **upper bound**. The methods' channels
+are tried least expected loss first; when none certifies, the least dear of them mixed with the uniform channel
+by the least weight that certifies (:func:`designer.design.repair.certified_mixture`) is returned. The
 **lower bound** is LP duality evaluated with outward rounding from the solver's multipliers
 (:func:`solvers.ratio_lp.lagrangian_lower_bound`), or, for the closed form, the theorem. An
 inaccurate solver status is never an error: the bounds say how good the channel is.
@@ -34,6 +36,7 @@ import numpy as np
 from designer.channel import Channel
 from designer.defaults import DEFAULT_LOSS_GAP, DEFAULT_MAX_SECONDS, EXPECTED_LOSS_METHODS
 from designer.design.repair import (
+    certified_mixture,
     certify_design,
     check_design_levels,
     default_uniform,
@@ -173,13 +176,22 @@ def design_expected_loss(
             solved = decompose_by_output(privacy, cost, gap, remaining, progress)
         candidates, lower, stopped, history, methods = solved
         timings["repair"] = 0.0
+        mixtures = []  # (expected loss, matrix) of candidates certified only once mixed with the uniform channel
         for matrix in candidates:  # least objective first; the first whose repair certifies is kept
             tick = time.perf_counter()
-            channel = Channel(project_into_cone(privacy, raise_into_cone(privacy, matrix)))
+            repaired = project_into_cone(privacy, raise_into_cone(privacy, matrix))
+            channel = Channel(repaired)
             timings["repair"] += time.perf_counter() - tick
             certificate = _certified(channel, privacy, timings)
             if certificate.verdict == "certified":
                 break
+            mixed = certified_mixture(privacy, repaired)
+            if mixed is not None:
+                mixtures.append((float(np.sum(cost * mixed[0])), mixed[0]))
+        else:  # none certified: the least expected loss among the mixtures, if any
+            if mixtures:
+                channel = Channel(min(mixtures, key=lambda pair: pair[0])[1])
+                certificate = _certified(channel, privacy, timings)
         bound = "LP duality (the solver's multipliers, outward rounding)"
     objective = float(np.sum(prior[:, None] * loss * channel.matrix))
     return ExpectedLossDesign(
@@ -235,7 +247,7 @@ def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = 
     if k * m <= DIRECT_MAX_ENTRIES or constraints == "all-pairs":
         return "direct", f"k m = {k * m} <= {DIRECT_MAX_ENTRIES} ({why_not})", None
     return "column-generation", (f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output, then a first-order method "
-                                 f"if the gap is open after a third of the budget ({why_not})"), None
+                                 f"if the gap is open after a sixth of the budget ({why_not})"), None
 
 
 def _certified(channel: Channel, privacy: PrivacyMatrix, timings: dict):

@@ -60,9 +60,10 @@ from designer.spec import PrivacyMatrix
 Designed = tuple[list[np.ndarray], float, str, list, list]
 
 #: Share of the budget column generation by output gets alone before the first-order method takes the rest.
-#: A 40 x 40 grid closes by columns in 148 s (a quarter of 600 s left it 2 s to spare); on a 1,000-node random
-#: geometric graph its first round takes 200 s and leaves a gap of 60% (benchmarks/RESULTS.md).
-COLUMN_GENERATION_SHARE = 1 / 3
+#: A 40 x 40 grid closes by columns in 51 s (masters by the dense interior-point method; 148 s before); on a
+#: 1,000-node random geometric graph 200 s of columns left a gap of 60% with a bound that never rose, and 600 s
+#: gave 3.6% with a third of the budget here against 2.4% with the first-order method alone (benchmarks/RESULTS.md).
+COLUMN_GENERATION_SHARE = 1 / 6
 #: Share of the first-order method's budget PDLP gets; column generation centred at its multipliers gets the rest.
 FIRST_ORDER_SHARE = 0.6
 #: PDLP's relative tolerance is the gap divided by this (its residuals are not the certified gap), and
