@@ -43,8 +43,8 @@ REFINEMENT_STEPS = 2
 
 @dataclass(frozen=True)
 class InteriorPointResult:
-    """``dual_objective`` (``b . y``), ``duals`` (y), ``weights`` (w >= 0, interior), ``iterations``, ``status``:
-    ``"optimal"``, ``"stalled"`` (the dual objective stopped rising), ``"iterations"`` or ``"time"``."""
+    """``dual_objective`` (``b . y``), ``duals`` (y), ``weights`` (w >= 0, interior), ``iterations`` (done),
+    ``status``: ``"optimal"``, ``"stalled"`` (the dual objective stopped rising), ``"iterations"`` or ``"time"``."""
 
     dual_objective: float
     duals: np.ndarray
@@ -70,9 +70,10 @@ def dense_interior_point(matrix: np.ndarray, rhs: np.ndarray, cost: np.ndarray,
     -------
     InteriorPointResult
         The duals of the largest dual objective among the iterates whose dual residual is within
-        :data:`TOLERANCE` (the last iterate's when none is), and the weights of the latest iterate whose primal residual is
-        within :data:`TOLERANCE`, else of the least primal residual: once the dual objective stalls the primal
-        residual can grow again (from 8e-10 to 5e-5, relative, on a 350-row master).
+        :data:`TOLERANCE` (the last iterate's when none is), and the weights of the latest iterate whose primal
+        residual is within :data:`TOLERANCE`, else of the least primal residual: once the dual objective stalls
+        the primal residual can grow again (from 8e-10 to 5e-5, relative, on a 350-row master). ``iterations``
+        counts the iterations done.
     """
     matrix = np.ascontiguousarray(matrix, dtype=float)
     rhs, cost = np.asarray(rhs, dtype=float), np.asarray(cost, dtype=float)
@@ -86,7 +87,7 @@ def dense_interior_point(matrix: np.ndarray, rhs: np.ndarray, cost: np.ndarray,
         dual_residual = cost - matrix.T @ duals - slacks
         dual_objective = float(rhs @ duals)
         dual_feasible = np.linalg.norm(dual_residual) <= TOLERANCE * cost_norm
-        last = (dual_objective, duals, iteration)
+        last = (dual_objective, duals)
         if dual_feasible:
             rise = math.inf if best is None else dual_objective - best[0]
             idle = 0 if rise > TOLERANCE * (1.0 + abs(dual_objective)) else idle + 1
@@ -130,7 +131,7 @@ def dense_interior_point(matrix: np.ndarray, rhs: np.ndarray, cost: np.ndarray,
         dual_step = min(1.0, STEP_FRACTION * _to_boundary(slacks, step_s))
         weights = weights + primal_step * step_w
         duals, slacks = duals + dual_step * step_y, slacks + dual_step * step_s
-    dual_objective, duals, iteration = best or last
+    dual_objective, duals = best or last
     return InteriorPointResult(dual_objective, duals, np.maximum(nearest, 0.0), iteration, status)
 
 
