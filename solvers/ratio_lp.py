@@ -189,7 +189,7 @@ class _Master:
         self.columns = np.vstack([self.columns, columns])
         self.owners = np.concatenate([self.owners, owners])
         self.costs = np.concatenate([self.costs, np.ravel(costs)])
-        if self.columns.size >= INTERIOR_CELLS:  # the interior-point method's from now on: HiGHS needs them no more
+        if self._interior_sized():  # the interior-point method's from now on: HiGHS needs them no more
             return
         n = columns.shape[0]
         nonzero = columns != 0
@@ -215,7 +215,7 @@ class _Master:
         budget = math.inf if unbounded else max(deadline - time.perf_counter(), 0.0)
         if budget == 0 and self.answer is None:  # a limit at HiGHS's clock did not stop a first solve (measured)
             raise LinearProgramError("master LP not solved within the time budget")
-        if self.columns.size >= INTERIOR_CELLS:
+        if self._interior_sized():
             return self._interior(time.perf_counter() + budget)
         self.highs.setOptionValue("time_limit", self.highs.getRunTime() + budget if math.isfinite(budget)
                                   else highspy.kHighsInf)
@@ -238,6 +238,10 @@ class _Master:
         weights = np.maximum(np.asarray(solution.col_value, dtype=float), 0.0)
         self.answer = (self.highs.getInfo().objective_function_value, np.asarray(solution.row_dual, dtype=float), weights)
         return (*self.answer, True)
+
+    def _interior_sized(self) -> bool:
+        """Whether the master has :data:`INTERIOR_CELLS` entries or more (the interior-point method's)."""
+        return self.columns.size >= INTERIOR_CELLS
 
     def _interior(self, deadline: float) -> tuple[float, np.ndarray, np.ndarray, bool]:
         """The dense interior-point method's answer (class docstring)."""

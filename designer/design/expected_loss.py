@@ -176,21 +176,19 @@ def design_expected_loss(
             solved = decompose_by_output(privacy, cost, gap, remaining, progress)
         candidates, lower, stopped, history, methods = solved
         timings["repair"] = 0.0
-        mixtures = []  # (expected loss, matrix) of candidates certified only once mixed with the uniform channel
+        refused = []  # the repaired candidates that did not certify
         for matrix in candidates:  # least objective first; the first whose repair certifies is kept
             tick = time.perf_counter()
-            repaired = project_into_cone(privacy, raise_into_cone(privacy, matrix))
-            channel = Channel(repaired)
+            channel = Channel(project_into_cone(privacy, raise_into_cone(privacy, matrix)))
             timings["repair"] += time.perf_counter() - tick
             certificate = _certified(channel, privacy, timings)
             if certificate.verdict == "certified":
                 break
-            mixed = certified_mixture(privacy, repaired)
-            if mixed is not None:
-                mixtures.append((float(np.sum(cost * mixed[0])), mixed[0]))
-        else:  # none certified: the least expected loss among the mixtures, if any
+            refused.append(channel.matrix)
+        else:  # none certified: the least expected loss among their mixtures with the uniform channel, if any
+            mixtures = [found[0] for found in (certified_mixture(privacy, matrix) for matrix in refused) if found]
             if mixtures:
-                channel = Channel(min(mixtures, key=lambda pair: pair[0])[1])
+                channel = Channel(min(mixtures, key=lambda mixed: float(np.sum(cost * mixed))))
                 certificate = _certified(channel, privacy, timings)
         bound = "LP duality (the solver's multipliers, outward rounding)"
     objective = float(np.sum(prior[:, None] * loss * channel.matrix))

@@ -49,7 +49,6 @@ from designer.design.progress import Progress, closes, shifted, while_running
 from designer.design.repair import (
     NEGLIGIBLE_COLUMN,
     certified_mixture,
-    certifies,
     project_into_cone,
     raise_into_cone,
 )
@@ -107,11 +106,9 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
             failure = f"; {error}"
             break
         raised = raise_into_cone(privacy, result.matrix)
-        repaired, weight = project_into_cone(privacy, raised), 0.0
-        if not certifies(privacy, repaired):
-            repaired, weight = certified_mixture(privacy, repaired) or (None, None)
-        if repaired is not None and expected_loss(cost, repaired) < upper:
-            channel, upper = repaired, expected_loss(cost, repaired)
+        repaired, weight = certified_mixture(privacy, project_into_cone(privacy, raised)) or (None, None)
+        if repaired is not None and (loss := expected_loss(cost, repaired)) < upper:
+            channel, upper = repaired, loss
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
         if bound > lower:
             lower, centre, raised_iterate = bound, result.row_duals, raised

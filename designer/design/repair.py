@@ -155,16 +155,20 @@ def certifies(privacy: PrivacyMatrix, matrix) -> bool:
 def certified_mixture(privacy: PrivacyMatrix, matrix) -> tuple[np.ndarray, float] | None:
     """``((1 - theta) Q + theta U, theta)`` for the least ``theta`` found that certifies, U uniform; None if none does.
 
+    ``(Q, 0.0)`` when Q certifies as it is.
+
     Every row of U is the same, so U is E-LDP for every E, and mixing pulls every likelihood ratio towards 1:
     a pair (x, x') of column y with ``a = Q[x, y] > e^E b = e^E Q[x', y]`` holds after mixing when
     ``theta / (1 - theta) >= m (a - e^E b) / (e^E - 1)`` (m outputs), and a pair that holds keeps holding. So the
     certificate is monotone in ``theta``: one certification at :data:`MOST_MIXTURE` (None if it fails: two
-    certifications in all for an iterate far from the cone), then :data:`MIXTURE_STEPS` bisections on
+    certifications in all, with the one of Q, for an iterate far from the cone), then :data:`MIXTURE_STEPS` bisections on
     ``log theta`` down to :data:`LEAST_MIXTURE`. A log-ratio violation v needs a weight of about
     ``m v / (e^E - 1)``, which raises the expected loss by at most ``theta`` times U's. PDLP's repaired iterates
     certify at weights of 8e-8 to 3.5e-6 on 3 x 4 to 5 x 5 grids and 2e-5 on a 10 x 10 grid. Pairs with E = 0 and unequal rows never certify this way.
     """
     matrix = np.asarray(matrix, dtype=float)
+    if certifies(privacy, matrix):
+        return matrix, 0.0
     uniform = np.full_like(matrix, 1.0 / matrix.shape[1])
 
     def mixed(theta: float) -> np.ndarray | None:
