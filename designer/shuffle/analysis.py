@@ -16,7 +16,10 @@ wins):
   :func:`designer.shuffle.divergence.epsilon_of`, worst case over the other users,
   and, under ``--population m``, with only ``m`` users of the pair's class counted;
 * for rows differing on two outputs and proportional to the rows' common part elsewhere
-  (randomised response), the common-part reduction (:mod:`designer.shuffle.common`).
+  (randomised response), the common-part reduction (:mod:`designer.shuffle.common`);
+* for a randomised-response table, worst case over the other users, the group reduction
+  (:mod:`designer.shuffle.groups`): every blanket draw revealed but one group's, or every draw outside
+  the pair's inputs, whichever suits the dataset.
 
 With ``rounds > 1`` the same users are shuffled that many times and each pair's
 dominating pairs are composed (:mod:`designer.shuffle.rounds`).
@@ -36,6 +39,7 @@ from designer.shuffle.clones import PairClass
 from designer.shuffle.common import common_delta, common_epsilon
 from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
+from designer.shuffle.groups import group_delta, group_epsilon
 from designer.shuffle.lower import CountTest, test_delta
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 
@@ -50,7 +54,8 @@ class PairGuarantee:
     """The central guarantee of one pair class, both directions (``x -> x'`` then ``x' -> x``).
 
     ``value`` holds epsilons (``delta`` given) or deltas (``epsilon`` given); ``source``
-    says which bound gave each (``"local"``, ``"binary count"``, ``"clones"``, ``"clones+population"``).
+    says which bound gave each (``"local"``, ``"binary count"``, ``"clones"``, ``"clones+population"``,
+    ``"common part"``, ``"groups"``).
     """
 
     pair: PairClass
@@ -214,6 +219,15 @@ class _Evaluator:
                 self.cache[experiment] = min(1.0, common_delta(self.epsilon, experiment))
         return self.cache[experiment]
 
+    def group(self, experiment) -> float:
+        """The group reduction, both directions alike (an epsilon, or a delta capped at 1)."""
+        if experiment not in self.cache:
+            if self.delta is not None:
+                self.cache[experiment] = group_epsilon(self.delta, experiment)
+            else:
+                self.cache[experiment] = group_delta(self.epsilon, experiment)
+        return self.cache[experiment]
+
     def local(self, level: float) -> float:
         """The local level as a central bound: epsilon itself, or delta 0 (level within epsilon) / 1."""
         if self.delta is not None:
@@ -240,6 +254,9 @@ def _pair_guarantee(pair: PairClass, n: int, population: int | None, evaluator: 
         candidates.append((evaluator.clones(pair.experiments(population, pair.share_class), beat), "clones+population"))
     common = [([evaluator.common(experiment) for experiment in experiments], source)
               for experiments, source in pair.common_experiments(n - 1, population)] if counts is None else []
+    group = pair.group_experiment(n - 1) if population is None and counts is None else None
+    if group is not None:
+        candidates.append((evaluator.group(group), "groups"))
     values, sources = [], []
     for direction in (0, 1):
         count = [(counts[direction], count_source)] if counts is not None else []

@@ -90,6 +90,9 @@ class PairClass:
         When the rows differ on two outputs ``y1, y2`` only and are proportional to the common part
         elsewhere (:mod:`designer.shuffle.common`): ``((s, K(y1), K(y2))`` over every input, the same
         over the pair's class, ``(R(y1), R(y2), R'(y1), R'(y2)), defect)``; empty otherwise.
+    randomised_response : tuple
+        When the whole table is randomised response (:mod:`designer.shuffle.groups`): ``(outputs, inputs,
+        low, defect)``; empty otherwise.
     """
 
     name: str
@@ -110,6 +113,14 @@ class PairClass:
     rows: tuple = ()
     common: tuple = ()
     test_others: tuple = ()
+    randomised_response: tuple = ()
+
+    def group_experiment(self, others: int):
+        """The group reduction's experiment (:mod:`designer.shuffle.groups`), or None (not randomised response, or
+        more blanket draws expected than it handles)."""
+        from designer.shuffle.groups import group_experiment
+
+        return group_experiment(*self.randomised_response, others) if self.randomised_response else None
 
     def common_experiments(self, others: int, population: int | None = None) -> list:
         """The common-part experiments of both directions (:mod:`designer.shuffle.common`): worst case, and under
@@ -185,6 +196,7 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
     component = row_components(q > 0)  # inputs joined when their rows share an output
     slack = (m_out + 2) * _ULP
     binary = _binary_classes(q, component)
+    structure = _randomised_response(q)
     result = []
     for x in range(k):
         for x2 in range(x + 1, k):
@@ -201,7 +213,8 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 shares = (q[:, support] / middle[support]).min(axis=1) * (1 - 4 * _ULP)
             members = component == component[x] if component[x] == component[x2] else np.zeros(k, dtype=bool)
             in_class = np.flatnonzero(members)
-            plus, minus = first > second, first < second
+            noise = 1e-12 * (first + second)  # normalised float rows differ by ulps where they are equal
+            plus, minus = first - second > noise, second - first > noise
             # the lower-bound datasets: the other users hold the input whose reports fall least in Y+ and Y-
             counted = q[:, plus | minus].sum(axis=1)
             worst_test = int(np.argmin(counted))
@@ -219,18 +232,43 @@ def table_pairs(matrix: np.ndarray, protected: np.ndarray | None, labels) -> lis
                 (True, True) if protected is None else (bool(protected[x, x2]), bool(protected[x2, x])),
                 counts(first), counts(second), counts(q[worst_test]), counts(q[class_test]), reason, ((x, x2), (x2, x)),
                 *_binary_parameters(q, binary, component, x, x2), (tuple(first.tolist()), tuple(second.tolist())),
-                _common_parameters(q, first, second, members), (counts(first), counts(second)),
+                _common_parameters(q, first, second, members), (counts(first), counts(second)), structure,
             ))
     return result
+
+
+def _randomised_response(q: np.ndarray) -> tuple:
+    """``(outputs, inputs, low, defect)`` when every row puts ``high`` on its own output (distinct outputs) and
+    ``low < high`` on each other (``high = 1 - (outputs - 1) low``, at least 3 inputs), up to a total variation
+    ``defect`` per row of at most 1e-12 (float rows; charged per user by the reduction); empty otherwise."""
+    inputs, outputs = q.shape
+    if inputs < 3:
+        return ()
+    own = q.argmax(axis=1)
+    if np.unique(own).size != inputs:
+        return ()
+    rows = np.arange(inputs)
+    others = np.ones(q.shape, dtype=bool)
+    others[rows, own] = False
+    low = float(q[others].mean())
+    if not 0 < low < 1 - (outputs - 1) * low:
+        return ()
+    ideal = np.full(q.shape, low)
+    ideal[rows, own] = 1 - (outputs - 1) * low
+    defect = 0.5 * float(np.abs(q - ideal).sum(axis=1).max())
+    if defect > 1e-12:
+        return ()
+    return outputs, inputs, low, defect + 8 * outputs * _ULP
 
 
 def _common_parameters(q: np.ndarray, first: np.ndarray, second: np.ndarray, members: np.ndarray) -> tuple:
     """The common-part parameters of a pair (:attr:`PairClass.common`), or ``()`` when the structure does not fit.
 
-    The rows must differ on exactly two outputs and be proportional to the common part ``min_z Q[z]`` on the
-    others, up to a total variation ``defect`` of at most 1e-12 (charged to the bound).
+    The rows must differ on exactly two outputs (by more than 1e-12 relative: normalised float rows differ by
+    ulps elsewhere) and each be proportional to the common part ``min_z Q[z]`` on the others, up to a total
+    variation ``defect`` of at most 1e-12 (charged to the bound).
     """
-    differ = np.flatnonzero(first != second)
+    differ = np.flatnonzero(np.abs(first - second) > 1e-12 * (first + second))
     if differ.size != 2:
         return ()
     y1, y2 = (int(y) for y in differ)
@@ -248,8 +286,8 @@ def _common_parameters(q: np.ndarray, first: np.ndarray, second: np.ndarray, mem
         if total <= 0 or weight <= 0:
             shares.append((0.0, 0.0, 0.0))
             continue
-        scale = float(first[neutral].sum()) / weight
-        gap = float(np.abs(first[neutral] - scale * least[neutral]).sum())
+        gap = max(float(np.abs(row[neutral] - float(row[neutral].sum()) / weight * least[neutral]).sum())
+                  for row in (first, second))
         if gap > 1e-12:
             shares.append((0.0, 0.0, 0.0))
             continue

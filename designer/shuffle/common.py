@@ -80,12 +80,7 @@ def common_delta(epsilon: float, experiment: CommonExperiment) -> float:
 def common_epsilon(delta: float, experiment: CommonExperiment) -> tuple[float, float]:
     """The smallest epsilon found (to 1e-10 relative) whose outward ``delta(epsilon) <= delta``, and that delta."""
     law = _law(experiment)
-    if law is None or law.delta(law.top) > delta:
-        return math.inf, 1.0
-    if law.delta(0.0) <= delta:
-        return 0.0, law.delta(0.0)
-    high = boundary(lambda epsilon: law.delta(epsilon) <= delta, 0.0, law.top, 1e-10, 200)[1]
-    return high, law.delta(high)
+    return (math.inf, 1.0) if law is None else law.epsilon(delta)
 
 
 def common_pld(experiment: CommonExperiment):
@@ -96,8 +91,12 @@ def common_pld(experiment: CommonExperiment):
     return (*law.cells, law.below, law.slack)
 
 
-class _Law:
-    """Every cell's loss and masses, sorted by loss (descending), prefix sums and the error terms."""
+class CellLaw:
+    """Every cell's loss and masses, sorted by loss (descending), prefix sums and the error terms.
+
+    ``below`` is charged as it is (mass whose cells were not built, delta <= 1 there); ``slack`` times
+    ``1 + e^eps`` (mass dropped from both laws, float error).
+    """
 
     def __init__(self, losses: np.ndarray, first: np.ndarray, second: np.ndarray, below: float, slack: float):
         self.cells = (losses, first)  # every cell, for composition
@@ -120,9 +119,45 @@ class _Law:
             rounding = count * _U * float(self.plain[count - 1] + growth * self.tilted[count - 1])
         return min(1.0, self.below + max(value, 0.0) + rounding + (1 + growth) * self.slack + 1e-300)
 
+    def epsilon(self, delta: float) -> tuple[float, float]:
+        """The smallest epsilon found (to 1e-10 relative) whose outward ``delta(epsilon) <= delta``, and that delta."""
+        if self.delta(self.top) > delta:
+            return math.inf, 1.0
+        if self.delta(0.0) <= delta:
+            return 0.0, self.delta(0.0)
+        high = boundary(lambda epsilon: self.delta(epsilon) <= delta, 0.0, self.top, 1e-10, 200)[1]
+        return high, self.delta(high)
+
+
+class CellCollector:
+    """The cells of a :class:`CellLaw`, bin by bin: cells lighter than :data:`LIGHT` times their bin's mass are
+    dropped and their masses (both laws) added to ``slack``."""
+
+    def __init__(self, slack: float):
+        self.losses: list[np.ndarray] = []
+        self.firsts: list[np.ndarray] = []
+        self.seconds: list[np.ndarray] = []
+        self.slack = slack
+
+    def add(self, first: np.ndarray, second: np.ndarray, mass: float) -> None:
+        first, second = first.ravel(), second.ravel()
+        keep = first > LIGHT * mass
+        self.slack += float(first[~keep].sum() + second[~keep].sum())
+        first, second = first[keep], second[keep]
+        with np.errstate(divide="ignore"):
+            self.losses.append(np.log(first) - np.log(second))
+        self.firsts.append(first)
+        self.seconds.append(second)
+
+    def law(self, below: float) -> CellLaw | None:
+        if not self.losses:
+            return None
+        return CellLaw(np.concatenate(self.losses), np.concatenate(self.firsts), np.concatenate(self.seconds), below,
+                       self.slack)
+
 
 @lru_cache(maxsize=8)
-def _law(experiment: CommonExperiment) -> _Law | None:
+def _law(experiment: CommonExperiment) -> CellLaw | None:
     from scipy import stats
 
     bins = binomial_bins(experiment.others, experiment.share, MAX_BINS, U_BIN_WIDTH)
@@ -134,8 +169,7 @@ def _law(experiment: CommonExperiment) -> _Law | None:
         windows.append((first, second))
     if sum(a.size * b.size for a, b in windows) > MAX_CELLS:
         return None
-    losses, firsts, seconds = [], [], []
-    slack = 1e-13 * bins.mass.size + experiment.defect
+    cells = CellCollector(1e-13 * bins.mass.size + experiment.defect)
     (r1, r2), (q1, q2) = experiment.first, experiment.second
     rest, rest_second = max(0.0, 1 - r1 - r2), max(0.0, 1 - q1 - q2)
     for u, mass, (h1, h2) in zip(bins.left.tolist(), bins.mass.tolist(), windows):
@@ -150,23 +184,13 @@ def _law(experiment: CommonExperiment) -> _Law | None:
             log_second = stats.binom.logpmf(b[None, :], np.maximum(u - a, 0)[:, None], k2 / (1 - k1) if k1 < 1 else 0.0)
         law = np.nan_to_num(np.exp(log_first[:, None] + log_second), nan=0.0)
         here, left, down = law[1:, 1:], law[:-1, 1:], law[1:, :-1]  # M(h1, h2), M(h1 - 1, h2), M(h1, h2 - 1)
-        p = mass * (r1 * left + r2 * down + rest * here)
-        q = mass * (q1 * left + q2 * down + rest_second * here)
-        p, q = p.ravel(), q.ravel()
-        keep = p > LIGHT * mass
-        slack += float(p[~keep].sum() + q[~keep].sum())
-        p, q = p[keep], q[keep]
-        with np.errstate(divide="ignore"):
-            losses.append(np.log(p) - np.log(q))
-        firsts.append(p)
-        seconds.append(q)
+        cells.add(mass * (r1 * left + r2 * down + rest * here), mass * (q1 * left + q2 * down + rest_second * here),
+                  mass)
         variance_first, variance_second = u * k1, u * k2
         outside = (bernstein_tail(_reach(variance_first) - 1, variance_first)
                    + bernstein_tail(_reach(variance_second) - 1, variance_second))
-        slack += mass * (2 * outside + 1e-12)
-    if not losses:
-        return None
-    return _Law(np.concatenate(losses), np.concatenate(firsts), np.concatenate(seconds), bins.below, slack)
+        cells.slack += mass * (2 * outside + 1e-12)
+    return cells.law(bins.below)
 
 
 def _reach(variance: float) -> int:
