@@ -29,7 +29,9 @@ at ``z``, is ``A(0)``: the reduction closes most of the gap when few draws are e
 eps0 = 6, n = 10^3: 5.2536 before, the all-at-z dataset 5.1956).
 
 **Computation.** The threshold is searched by bisection over the distinct ``m(t)`` (the predicate
-"every B below A's value" is monotone in ``t0``). B over ``a + b > t0`` is bounded on cells
+"every B below A's value" is monotone in ``t0``; each threshold returned has been checked, so the bound
+holds whatever the bisection meets). At a given delta each law's own epsilon is compared with A's: a
+law proved at its epsilon holds above it, the true divergence not increasing with epsilon. B over ``a + b > t0`` is bounded on cells
 ``t = a + b in [t1, t2]``, ``a in [a1, a2]``: ``B(a, b) <= B`` evaluated at ``(a1, max(0, t1 - a2))`` with
 ``Bin(n - 1 - t2, s)`` uniform reports (one more user, a post-processing, never raises the divergence,
 and fewer trials make ``u`` stochastically smaller); a cell above the target is halved until it holds or
@@ -47,7 +49,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -294,7 +295,6 @@ def _trimmed(law: np.ndarray) -> np.ndarray:
     return law
 
 
-@lru_cache(maxsize=64)
 def _law_a(experiment: GroupExperiment, revealed: int) -> CellLaw | None:
     """A(m): ``u ~ Bin(m, s)`` revealed uniform reports, ``g = n - 1 - m`` users at z; cells (u, h_x, h_x', h_r)."""
     from scipy import stats
@@ -313,7 +313,6 @@ def _law_a(experiment: GroupExperiment, revealed: int) -> CellLaw | None:
     return _cells(experiment, bins, others.at, (low, high, low, (k - 3) * low), (low, low, high, (k - 3) * low))
 
 
-@lru_cache(maxsize=4096)
 def _law_b(experiment: GroupExperiment, at_x: int, at_x2: int, revealed: int) -> CellLaw | None:
     """B: ``u ~ Bin(revealed, s)`` uniform reports, ``at_x`` users at x and ``at_x2`` at x'; cells (u, h_x, h_x')."""
     from scipy import signal
