@@ -139,6 +139,14 @@ def test_the_analysis_of_a_randomised_response_table_uses_it_and_stays_above_the
             second[cells] += q * law
     all_at_z = hockey_epsilon(first, second, delta)
     assert all_at_z <= result.epsilon < reveal_all.epsilon - 0.05
+    # the lower bound includes that dataset's exact divergence (A(0)), here beaten by the all-at-x test: the
+    # bracket is [3.6577, 3.6750]
+    from designer.shuffle.groups import all_at_z_cells
+    from designer.shuffle.lower import cells_epsilon_lower
+
+    cells = all_at_z_cells(GroupExperiment(k, k, low, n - 1))
+    assert all_at_z * (1 - 1e-6) <= cells_epsilon_lower(delta, *cells) <= all_at_z * (1 + 1e-9)
+    assert all_at_z <= result.lower <= result.epsilon < 1.005 * result.lower
 
 
 def test_a_whole_randomised_response_table_gets_the_common_part_on_every_pair():
@@ -172,3 +180,14 @@ def test_every_cell_of_the_search_bounds_each_dataset_it_covers():
                 assert exact <= value + 1e-12
                 covered += t2 > t1
     assert covered > 0  # cells wider than one value of a + b were checked
+
+
+def test_the_lower_bound_cells_are_the_all_at_z_dataset_by_enumeration():
+    from designer.shuffle.groups import all_at_z_cells
+    from designer.shuffle.lower import cells_delta_lower
+
+    matrix = randomised_response(K, EPSILON0)
+    cells = all_at_z_cells(experiment())
+    for epsilon in (0.2, 1.0, 2.0):
+        exact = pair_divergence([matrix[2]] * (N - 1), epsilon)
+        assert exact - 1e-10 <= cells_delta_lower(epsilon, *cells) <= exact

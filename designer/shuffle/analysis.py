@@ -39,8 +39,8 @@ from designer.shuffle.clones import PairClass
 from designer.shuffle.common import common_delta, common_epsilon
 from designer.shuffle.divergence import delta_estimate, epsilon_estimate, epsilon_of, fmt_generic
 from designer.shuffle.divergence import delta_of as divergence_delta_of
-from designer.shuffle.groups import group_delta, group_epsilon
-from designer.shuffle.lower import CountTest, test_delta
+from designer.shuffle.groups import all_at_z_cells, group_delta, group_epsilon
+from designer.shuffle.lower import CountTest, cells_delta_lower, cells_epsilon_lower, test_delta
 from designer.shuffle.lower import epsilon_lower as test_epsilon_lower
 
 #: Largest n analysed (the FFT laws of the bins of C grow like sqrt(n)).
@@ -287,6 +287,12 @@ def _lower(pair: PairClass, direction: int, n: int, population: int | None, delt
         from designer.shuffle.rounds import rounds_lower
 
         return rounds_lower(tests[0], rounds, delta, epsilon)
+    # a randomised-response table: also the exact divergence of every other user at one third input (h_x, h_x',
+    # h_rest), the group reduction's A(0) (the same both ways)
+    group = pair.group_experiment(n - 1) if population is None else None
+    cells = all_at_z_cells(group) if group is not None else None
     if delta is not None:
-        return max(test_epsilon_lower(delta, test) for test in tests)
-    return max(0.0, max(test_delta(epsilon, test) for test in tests))
+        return max([test_epsilon_lower(delta, test) for test in tests]
+                   + ([cells_epsilon_lower(delta, *cells)] if cells else []))
+    return max(0.0, max([test_delta(epsilon, test) for test in tests]
+                        + ([cells_delta_lower(epsilon, *cells)] if cells else [])))
