@@ -111,11 +111,12 @@ def group_delta(epsilon: float, experiment: GroupExperiment) -> float:
     return min(1.0, _Search(experiment, lambda law: law.delta(epsilon), 1.0).run())
 
 
-def all_at_z_cells(experiment: GroupExperiment) -> tuple[np.ndarray, np.ndarray] | None:
-    """The cells ``(P, P')`` of the dataset with every other user at one third input z, ``A(0)``: a concrete
-    dataset, exact but for the cells left out (which only lower its divergence), for the lower bound."""
+def all_at_z_cells(experiment: GroupExperiment) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The cells ``(P, P')`` of the dataset with every other user at one third input z, ``A(0)``, and the total
+    variation between them and the real table's (``n defect``): a concrete dataset, exact but for the cells left
+    out (which only lower its divergence), for the lower bound."""
     law = _law_a(experiment, 0)
-    return None if law is None else (law.first, law.second)
+    return None if law is None else (law.first, law.second, (experiment.others + 1) * experiment.defect)
 
 
 class _Search:

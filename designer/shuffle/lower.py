@@ -66,16 +66,18 @@ def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float
     return max(_largest_epsilon(delta, *statistic, ceiling) for statistic in test_statistics(test))
 
 
-def cells_epsilon_lower(delta: float, first: np.ndarray, second: np.ndarray, ceiling: float = 60.0) -> float:
+def cells_epsilon_lower(delta: float, first: np.ndarray, second: np.ndarray, distance: float = 0.0,
+                        ceiling: float = 60.0) -> float:
     """:func:`epsilon_lower` of a dataset given by cells of its shuffled view (``P``, ``P'``; cells left out only
-    lower the divergence), with the same margin."""
-    return _largest_epsilon(delta, first, second, MARGIN, ceiling)
+    lower the divergence), with the same margin plus ``distance``, the total variation between the laws
+    computed and the real ones (times ``1 + e^eps``)."""
+    return _largest_epsilon(delta, first, second, MARGIN + distance, ceiling)
 
 
-def cells_delta_lower(epsilon: float, first: np.ndarray, second: np.ndarray) -> float:
-    """:func:`test_delta` of a dataset given by cells of its shuffled view, with the same margin."""
+def cells_delta_lower(epsilon: float, first: np.ndarray, second: np.ndarray, distance: float = 0.0) -> float:
+    """:func:`test_delta` of a dataset given by cells of its shuffled view, with the same margin plus ``distance``."""
     growth = math.exp(epsilon)
-    return max(0.0, float(np.maximum(first - growth * second, 0.0).sum()) - MARGIN * (1 + growth))
+    return max(0.0, float(np.maximum(first - growth * second, 0.0).sum()) - (MARGIN + distance) * (1 + growth))
 
 
 def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin: float, ceiling: float) -> float:
