@@ -102,12 +102,13 @@ def group_experiment(outputs: int, inputs: int, low: float, defect: float, other
 
 
 def group_epsilon(delta: float, experiment: GroupExperiment) -> float:
-    """The smallest epsilon proved at ``delta`` (``inf`` when the search exceeds its budget)."""
+    """The smallest epsilon proved at ``delta`` (the best threshold's within the budget; ``inf`` if none)."""
     return _Search(experiment, lambda law: law.epsilon(delta)[0], math.inf).run()
 
 
 def group_delta(epsilon: float, experiment: GroupExperiment) -> float:
-    """An outward upper bound on the central delta at ``epsilon`` (1 when the search exceeds its budget)."""
+    """An outward upper bound on the central delta at ``epsilon`` (the best threshold's within the budget; 1 if
+    none)."""
     return min(1.0, _Search(experiment, lambda law: law.delta(epsilon), 1.0).run())
 
 
