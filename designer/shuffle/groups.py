@@ -126,7 +126,7 @@ class _Search:
     def __init__(self, experiment: GroupExperiment, score, worst: float):
         self.experiment, self.score, self.worst = experiment, score, worst
         self.cells: dict = {}
-        self.built = 0
+        self.built = 0  # cells built; past SEARCH_CELLS every new cell fails, so the search keeps what it proved
 
     def run(self) -> float:
         e = self.experiment
@@ -135,16 +135,13 @@ class _Search:
         tops = _thresholds(e.others, e.inputs - 2)
         low, high = -1, len(tops) - 1  # the last threshold leaves B nothing: A(n - 1) alone, the reveal-all bound
         value = self._a(tops[high])
-        try:
-            while high - low > 1:
-                middle = (low + high) // 2
-                target = self._a(tops[middle])
-                if self._region_holds(tops[middle], target):
-                    high, value = middle, target
-                else:
-                    low = middle
-        except _Budget:
-            pass  # the best threshold proved so far stands
+        while high - low > 1 and self.built <= SEARCH_CELLS:
+            middle = (low + high) // 2
+            target = self._a(tops[middle])
+            if self._region_holds(tops[middle], target):
+                high, value = middle, target
+            else:
+                low = middle
         return value
 
     def _a(self, threshold: int) -> float:
@@ -180,14 +177,10 @@ class _Search:
         key = (t1, t2, a1, a2)
         if key not in self.cells:
             if self.built > SEARCH_CELLS:
-                raise _Budget
+                return self.worst  # not built: the region is not proved
             e = self.experiment
             self.cells[key] = self._score(_law_b(e, a1, max(0, t1 - a2), e.others - t2))
         return self.cells[key]
-
-
-class _Budget(Exception):
-    """The search built more than :data:`SEARCH_CELLS` cells."""
 
 
 def _thresholds(others: int, groups: int) -> list[int]:
@@ -257,14 +250,17 @@ def _cells(experiment: GroupExperiment, bins, laws, first_weights, second_weight
     return cells.law(bins.below)
 
 
-def _shifted(law: np.ndarray, axes: int) -> list[np.ndarray]:
+def _placed(shape: tuple[int, ...], axis: int | None) -> tuple[slice, ...]:
+    """Where an array of ``shape`` sits in a larger one: at offset 1 on ``axis`` (one count more), 0 elsewhere."""
+    return tuple(slice(int(a == axis), int(a == axis) + size) for a, size in enumerate(shape))
+
+
+def _shifted(law: np.ndarray) -> list[np.ndarray]:
     """``law`` padded by one on every axis, placed at offset 0 and at offset 1 on each axis (user 1's report)."""
-    shape = tuple(size + 1 for size in law.shape)
     result = []
-    for axis in (None, *range(axes)):
-        placed = np.zeros(shape)
-        index = tuple(slice(1 if a == axis else 0, (1 if a == axis else 0) + law.shape[a]) for a in range(law.ndim))
-        placed[index] = law
+    for axis in (None, *range(law.ndim)):
+        placed = np.zeros(tuple(size + 1 for size in law.shape))
+        placed[_placed(law.shape, axis)] = law
         result.append(placed)
     return result
 
@@ -281,15 +277,13 @@ class _Uniform:
         law = self.law
         for _ in range(users - self.users):
             grown = np.zeros(tuple(size + (move > 0) for size, move in zip(law.shape, self.moves)))
-            base = tuple(slice(0, size) for size in law.shape)
-            grown[base] += (1 - sum(self.moves)) * law
+            grown[_placed(law.shape, None)] += (1 - sum(self.moves)) * law
             for axis, move in enumerate(self.moves):
                 if move > 0:
-                    grown[tuple(slice(1, size + 1) if a == axis else part
-                                for a, (size, part) in enumerate(zip(law.shape, base)))] += move * law
+                    grown[_placed(law.shape, axis)] += move * law
             law = _trimmed(grown)
         self.law, self.users = law, users
-        return _shifted(law, law.ndim), float(law.sum())
+        return _shifted(law), float(law.sum())
 
 
 def _trimmed(law: np.ndarray) -> np.ndarray:

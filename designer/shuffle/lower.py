@@ -52,9 +52,7 @@ class CountTest:
 
 def test_delta(epsilon: float, test: CountTest) -> float:
     """The test's hockey-stick divergence ``sum max(0, P - e^eps P')`` minus the margin (a lower bound)."""
-    growth = math.exp(epsilon)
-    return max(float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth)
-               for first, second, margin in test_statistics(test))
+    return max(_divergence_lower(epsilon, first, second, margin) for first, second, margin in test_statistics(test))
 
 
 def epsilon_lower(delta: float, test: CountTest, ceiling: float = 60.0) -> float:
@@ -76,8 +74,13 @@ def cells_epsilon_lower(delta: float, first: np.ndarray, second: np.ndarray, dis
 
 def cells_delta_lower(epsilon: float, first: np.ndarray, second: np.ndarray, distance: float = 0.0) -> float:
     """:func:`test_delta` of a dataset given by cells of its shuffled view, with the same margin plus ``distance``."""
+    return max(0.0, _divergence_lower(epsilon, first, second, MARGIN + distance))
+
+
+def _divergence_lower(epsilon: float, first: np.ndarray, second: np.ndarray, margin: float) -> float:
+    """``sum max(0, P - e^eps P') - margin (1 + e^eps)``."""
     growth = math.exp(epsilon)
-    return max(0.0, float(np.maximum(first - growth * second, 0.0).sum()) - (MARGIN + distance) * (1 + growth))
+    return float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth)
 
 
 def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin: float, ceiling: float) -> float:
@@ -88,8 +91,7 @@ def _largest_epsilon(delta: float, first: np.ndarray, second: np.ndarray, margin
     first, second = first[larger], second[larger]
 
     def exceeds(epsilon: float) -> bool:
-        growth = math.exp(epsilon)
-        return float(np.maximum(first - growth * second, 0.0).sum()) - margin * (1 + growth) > delta
+        return _divergence_lower(epsilon, first, second, margin) > delta
 
     if not exceeds(0.0):
         return 0.0
