@@ -242,7 +242,9 @@ def test_mixing_toward_uniform_never_raises_the_central_epsilon():
 
 
 def test_more_users_never_raise_the_central_epsilon():
-    values = [guarantee(randomised_response(3, 2.0), n, 1e-6).epsilon for n in (100, 1000, 5000, 10_000)]
+    # each bound wins at one of these n and is cheap there: the group reduction at 50, the common part at 500,
+    # the clones at 2,000 and 5,000 (the groups at 100 and the common part at 1,000 take 2-3 s each)
+    values = [guarantee(randomised_response(3, 2.0), n, 1e-6).epsilon for n in (50, 500, 2000, 5000)]
     assert all(later <= earlier for earlier, later in zip(values, values[1:]))
 
 
