@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from inprocess_cli import run_cli
 
 from designer.sweep import parse_plan, run_sweep
 from designer.sweep.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DASK = str(Path(sys.executable).with_name("dask"))
-CLI = [sys.executable, "-c", "from designer.cli import main; main()"]
 
 ROBUST_PLAN = """
 task = "robust-design"
@@ -103,8 +103,7 @@ def stored_rows(path: Path):
 def test_cluster_sweep_equals_the_serial_run(cluster, tmp_path, plan_text):
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(plan_text)
-    result = subprocess.run([*CLI, "sweep", str(plan_file), "--out", str(tmp_path / "cluster"), "--scheduler", cluster],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = run_cli("sweep", str(plan_file), "--out", str(tmp_path / "cluster"), "--scheduler", cluster)
     assert result.returncode == 0, result.stderr
     plan = parse_plan(tomllib.loads(plan_text), source=str(plan_file))
     run_sweep(plan, tmp_path / "serial", workers=0)
@@ -131,8 +130,8 @@ def test_cluster_aggregation_equals_duckdb_and_bincount(cluster, tmp_path):
     for kind in ("parquet", "csv"):
         for engine in ("duckdb", "dask"):
             extra = ["--scheduler", cluster] if engine == "dask" else []
-            result = subprocess.run([*CLI, "estimate", "--mechanism", str(channel), "--reports", str(tmp_path / f"*.{kind}"),
-                                     "--json", *extra], cwd=ROOT, capture_output=True, text=True, timeout=300)
+            result = run_cli("estimate", "--mechanism", str(channel), "--reports", str(tmp_path / f"*.{kind}"), "--json",
+                             *extra)
             assert result.returncode == 0, result.stderr
             outputs[kind, engine] = json.loads(result.stdout)
             assert outputs[kind, engine]["engine"] == engine
