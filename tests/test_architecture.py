@@ -8,6 +8,7 @@ function-level import that closes a circle is still a circle in the design.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +46,9 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
+    """Each project module's project imports; parsed once for the module's tests, which only read it."""
     found = modules()
     return {name: imported(name, path, set(found)) for name, path in found.items()}
 
