@@ -81,7 +81,8 @@ def test_bound_tightening_shrinks_the_pricing_bound_and_keeps_it_valid():
     assert bounds[1] < 0.5 * bounds[0]
 
 
-@pytest.mark.parametrize("k, seed, threads", [(7, 7, 1), (8, 8, 2)])
+# the threaded case at k = 7 searches 1,335 nodes (random_privacy(8, 8): 2,533 nodes and twice the CPU)
+@pytest.mark.parametrize("k, seed, threads", [(7, 7, 1), (7, 8, 2)])
 def test_certified_bounds_bracket_the_enumerated_optimum(k, seed, threads):
     privacy = random_privacy(k, seed)
     exact = design_by_vertices(privacy).objective
