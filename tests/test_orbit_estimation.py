@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+import random
+import types
 
 import numpy as np
 import pytest
@@ -21,6 +23,7 @@ from designer.aggregate.orbit_unbiased import OrbitSpectrum
 from designer.cli import app
 from designer.deploy.orbit import build_orbit_package, orbit_channel
 from designer.deploy.orbit_operator import OrbitOperator
+from designer.deploy import sampler as sampler_module
 from designer.deploy.sampler import OrbitSampler, check_orbit_structure
 from designer.estimation import maximum_likelihood, tv_distance
 from designer.design.symmetry import ClassStructure, design_symmetric
@@ -162,8 +165,16 @@ def test_load_mechanism_verifies_the_orbit_package(packages, tmp_path):
         load_mechanism(path)
 
 
-def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path):
-    """design --package, stdlib sampler's reports, estimate (mle, unbiased): TV to the truth near its expected size."""
+def test_cli_estimate_of_an_orbit_package_end_to_end(tmp_path, monkeypatch):
+    """design --package, stdlib sampler's reports, estimate (mle, unbiased): TV to the truth near its expected size.
+
+    The sampler draws from ``secrets``; here from a seeded stream with the same two calls, so the test is
+    deterministic (unseeded, the 2.5x bound below fails in about 0.4% of runs per estimator: the linear
+    inverse's TV exceeds 2.5 times its mean with probability 0.0036 by Monte Carlo).
+    """
+    seeded = random.Random(11)
+    monkeypatch.setattr(sampler_module, "secrets",
+                        types.SimpleNamespace(randbits=seeded.getrandbits, randbelow=seeded.randrange))
     package = tmp_path / "p.json"
     designed = runner.invoke(app, ["design", "--family", "ldp", "--k", "7", "--eps", "1", "--out",
                                    str(tmp_path / "d.json"), "--package", str(package), "--json"])
