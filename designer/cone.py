@@ -53,6 +53,10 @@ class ConeTooLargeError(TooManyVerticesError):
     """The cone has more vertices than ``max_vertices``, or enumerating it exceeded ``max_seconds``."""
 
 
+class ConeTimeoutError(ConeTooLargeError, EnumerationTimeoutError):
+    """Enumerating the cone exceeded ``max_seconds`` (the front door's ``auto`` then turns to column generation)."""
+
+
 #: What to try instead, appended to every refusal.
 SUGGESTION = (
     "use --method column-generation (mutual information: a certified channel with a proven gap, any k), "
@@ -229,7 +233,7 @@ class ComponentCone:
                 self.inequalities(exact), exact=exact, row_order=row_order, max_vertices=max_vertices, max_seconds=budget
             )
         except EnumerationTimeoutError:
-            raise ConeTooLargeError(
+            raise ConeTimeoutError(
                 f"enumerating the cone of {self.name} (component of {self.dimension} symbols, {len(self.pairs)} "
                 f"constraints, up to {bound} vertices by the upper bound theorem) did not finish in {budget:g} s; "
                 f"raise max_seconds (--max-seconds), {SUGGESTION}"

@@ -75,6 +75,7 @@ import numpy as np
 from scipy import sparse
 
 from solvers.column_generation import slice_model
+from solvers.highs_retry import run_until
 from solvers.linear import LinearProgramError
 from solvers.quiet import silent_highs
 
@@ -178,12 +179,8 @@ class SeparableConvexMax:
         highs.changeColsCost(self.dimension, self._indices, np.asarray(cost, float))
         if basis is not None:
             highs.setBasis(basis)
-        highs.run()
-        status = highs.getModelStatus()
-        if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible) and basis is not None:
-            highs.clearSolver()  # a failed warm start: solve again from scratch
-            highs.run()
-            status = highs.getModelStatus()
+        # the box is bounded, so any status but these is numerical (a warm start once ended "Unbounded")
+        status = run_until(highs, [highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible])
         if status == highspy.HighsModelStatus.kInfeasible:
             return (*self.elastic_bound(cost, lower, upper, worker), None, False)
         if status != highspy.HighsModelStatus.kOptimal:
@@ -210,12 +207,7 @@ class SeparableConvexMax:
         highs.changeColsBounds(d, self._indices, lower, upper)
         highs.changeColsCost(d + rows + 2, np.arange(d + rows + 2, dtype=np.int32),
                              np.concatenate([cost, np.full(rows + 2, -penalty)]))
-        highs.run()
-        status = highs.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:  # a failed warm start: solve again from scratch
-            highs.clearSolver()
-            highs.run()
-            status = highs.getModelStatus()
+        status = run_until(highs, [highspy.HighsModelStatus.kOptimal])
         if status != highspy.HighsModelStatus.kOptimal:
             raise LinearProgramError(f"elastic bound LP not solved: {highs.modelStatusToString(status)}")
         solution = highs.getSolution()

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.highs_retry import run_until
 from solvers.quiet import silent_highs, stdout_silenced
 
 #: HiGHS feasibility tolerances for the stochastic LP (defaults are 1e-7): tight, so
@@ -157,7 +158,8 @@ def solve_vertex_lp(vertices, values, rhs, backend: str = "highs", options: dict
 
 def _vertex_lp_highs(vertices, values, rhs, options: dict) -> tuple[np.ndarray, np.ndarray]:
     """The vertex LP in HiGHS through highspy (20 ms to import; scipy.optimize, around the same
-    HiGHS, takes 0.3-0.5 s). Column ``v`` of the equality matrix is ``vertices[v]``."""
+    HiGHS, takes 0.3-0.5 s). Column ``v`` of the equality matrix is ``vertices[v]``; a solve that stops
+    without an optimum is run again other ways (:func:`solvers.highs_retry.run_until`) before it is refused."""
     import highspy
 
     n, d = vertices.shape
@@ -177,8 +179,7 @@ def _vertex_lp_highs(vertices, values, rhs, options: dict) -> tuple[np.ndarray, 
     for name, value in options.items():
         highs.setOptionValue(name, value)
     highs.passModel(lp)
-    highs.run()
-    status = highs.getModelStatus()
+    status = run_until(highs, [highspy.HighsModelStatus.kOptimal])
     if status != highspy.HighsModelStatus.kOptimal:
         raise LinearProgramError(f"vertex LP not solved: {highs.modelStatusToString(status)}")
     solution = highs.getSolution()

@@ -375,9 +375,18 @@ def test_column_generation_time_budget_reports_the_gap(tmp_path):
 def test_cli_says_when_symmetry_was_lost(tmp_path):
     e_file = tmp_path / "E.csv"
     np.savetxt(e_file, random_privacy(17, 3).epsilon, fmt="%.17g", delimiter=",")
-    outcome = runner.invoke(app, ["design", "--E", str(e_file), "--out", str(tmp_path / "Q.csv"), "--max-seconds", "1"])
-    assert outcome.exit_code == 2 and "symmetry lost (17 twin classes" in outcome.stderr
-    assert "vertex enumeration" in outcome.stderr and len(outcome.stderr.strip().splitlines()) == 1
+    outcome = runner.invoke(app, ["design", "--E", str(e_file), "--out", str(tmp_path / "Q.csv"), "--max-seconds", "1",
+                                  "--json"])
+    assert outcome.exit_code == 0, outcome.output  # its enumeration does not finish in half a second: column generation
+    summary = json.loads(outcome.stdout)
+    note = summary["method_note"]
+    assert summary["method"] == "column-generation" and summary["certified"]
+    assert note.startswith("symmetry lost (17 twin classes") and "vertex enumeration" in note
+    assert "did not finish in 0.5 s" in note and "column generation with certified bounds instead" in note
+    refused = runner.invoke(app, ["design", "--E", str(e_file), "--out", str(tmp_path / "Q2.csv"), "--max-seconds", "1",
+                                  "--method", "enumerate"])
+    assert refused.exit_code == 2 and "did not finish" in refused.stderr and not (tmp_path / "Q2.csv").exists()
+    assert len(refused.stderr.strip().splitlines()) == 1
     rng = np.random.default_rng(5)  # k = 18: six blocks of 3 with random levels, no twins; enumeration runs
     values = np.full((18, 18), np.inf)
     for start in range(0, 18, 3):

@@ -36,12 +36,14 @@ import numpy as np
 from designer.channel import Channel
 from designer.defaults import DEFAULT_LOSS_GAP, DEFAULT_MAX_SECONDS, EXPECTED_LOSS_METHODS
 from designer.design.repair import (
+    TRUNCATION_LEVEL,
     certified_mixture,
     certify_design,
     check_design_levels,
     default_uniform,
     project_into_cone,
     raise_into_cone,
+    within_doubles,
 )
 from designer.design.progress import best_so_far, closes
 from designer.design.result import DesignResult, json_float
@@ -131,7 +133,7 @@ def design_expected_loss(
     ExpectedLossDesign
     """
     start = time.perf_counter()
-    check_design_levels(privacy)
+    check_design_levels(privacy, nonredundant_only=True)
     k = privacy.k
     loss = np.asarray(loss, dtype=float)
     if loss.ndim != 2 or loss.shape[0] != k:
@@ -147,14 +149,21 @@ def design_expected_loss(
         raise ValueError(f"unknown backend {backend!r}; choose 'clarabel' or 'highs'")
     requested = method
     method, reason, line = route_expected_loss(privacy, loss, method, constraints)
+    repaired_in = within_doubles(privacy)  # E, or its truncation when E reaches beyond the doubles
+    if repaired_in is not privacy:
+        reason += f"; the channel repaired into E truncated at level {TRUNCATION_LEVEL:g} (E reaches beyond the doubles)"
     progress = best_so_far(progress)  # phases each report their own bounds; show the best of each so far
     timings = {}
     if method == "closed-form":
         from designer.design.geometric import design_line
 
         matrix = design_line(*line, loss, prior)
+        lower = None  # the returned channel's own loss: the closed form is optimal
+        if repaired_in is not privacy:  # entries beyond the doubles underflowed to 0: raised to the truncation
+            lower = float(np.sum(prior[:, None] * loss * matrix))  # the optimum (its underflowed terms are below e^-708)
+            matrix = project_into_cone(repaired_in, raise_into_cone(repaired_in, matrix))
         channel = Channel(matrix)
-        lower, bound, stopped, history = None, "closed form optimal (Ghosh, Roughgarden, Sundararajan 2009)", "solved", []
+        bound, stopped, history = "closed form optimal (Ghosh, Roughgarden, Sundararajan 2009)", "solved", []
         methods = [f"truncated geometric mechanism, epsilon {line[1]:g}, with the optimal remap"]
         certificate = _certified(channel, privacy, timings)
     else:
@@ -179,7 +188,7 @@ def design_expected_loss(
         refused = []  # the repaired candidates that did not certify
         for matrix in candidates:  # least objective first; the first whose repair certifies is kept
             tick = time.perf_counter()
-            channel = Channel(project_into_cone(privacy, raise_into_cone(privacy, matrix)))
+            channel = Channel(project_into_cone(repaired_in, raise_into_cone(repaired_in, matrix)))
             timings["repair"] += time.perf_counter() - tick
             certificate = _certified(channel, privacy, timings)
             if certificate.verdict == "certified":

@@ -21,7 +21,7 @@ from designer.defaults import DEFAULT_INFORMATION_GAP, DEFAULT_LOSS_GAP, DEFAULT
 from designer.design.interior import move_inside
 from designer.design.outcome import Bound, Design
 from designer.design.problem import Problem
-from designer.design.routes import Route, choose_route
+from designer.design.routes import ENUMERATION_SHARE, Route, choose_route, column_generation_fits
 from designer.errors import one_line
 
 if TYPE_CHECKING:
@@ -121,15 +121,28 @@ def _closed_form(problem: Problem, route: Route, options: dict) -> Design:
 
 
 def _enumerate(problem: Problem, route: Route, options: dict) -> Design:
+    from designer.design.repair import check_design_levels
     from designer.design.vertex import design_by_vertices
+    from solvers.vertices import EnumerationTimeoutError
 
+    start = time.perf_counter()
     privacy = problem.densified()
+    fallback = options["method"] == "auto" and column_generation_fits(problem)
+    if fallback:
+        check_design_levels(privacy, nonredundant_only=True)  # a constrained level beyond the doubles: refused
+        try:
+            check_design_levels(privacy)
+        except ValueError as error:  # only implied levels beyond the doubles: column generation takes any
+            return _handed_over(problem, route, options, start, error)
     try:
         result = design_by_vertices(
             privacy, problem.utility, problem.prior, problem.alternative, exact=problem.exact,
-            row_order=options["row_order"], max_vertices=options["max_vertices"], max_seconds=options["max_seconds"],
+            row_order=options["row_order"], max_vertices=options["max_vertices"],
+            max_seconds=ENUMERATION_SHARE * options["max_seconds"] if fallback else options["max_seconds"],
         )
     except ValueError as error:
+        if fallback and isinstance(error, EnumerationTimeoutError):  # not finished in its share of the budget
+            return _handed_over(problem, route, options, start, error)
         if not route.reason.startswith("symmetry lost"):
             raise
         raise ValueError(f"{route.reason}: {one_line(error)}") from None
@@ -146,6 +159,14 @@ def _enumerate(problem: Problem, route: Route, options: dict) -> Design:
     return Design(route.method, route.reason, problem.privacy, problem.utility, channel, objective,
                   Bound(objective, "certified channel", "the returned channel's utility"), dual, certificate, result,
                   interior, value(result.channel.matrix) - objective, timings=result.timings)
+
+
+def _handed_over(problem: Problem, route: Route, options: dict, start: float, error: ValueError) -> Design:
+    """Column generation for the budget left, where ``auto``'s enumeration refused with ``error`` (routes module)."""
+    remaining = max(options["max_seconds"] - (time.perf_counter() - start), 0.0)
+    refusal = one_line(error).split("; ")[0]  # what stopped it, without the advice that follows
+    reason = f"{route.reason}: {refusal}; column generation with certified bounds instead, for the {remaining:.0f} s left"
+    return _column_generation(problem, Route("column-generation", reason), {**options, "max_seconds": remaining})
 
 
 def _symmetric(problem: Problem, route: Route, options: dict) -> Design:

@@ -12,6 +12,12 @@ channel keeps the baseline's guarantee), and is certified against E like any des
   ``min E``-LDP, hence E-LDP;
 - **truncated geometric mechanism** where it applies (E is ``epsilon |i - j|`` after relabelling,
   :mod:`designer.design.geometric`); with the optimal remap it is the optimum for monotone losses.
+
+Where E's closure reaches beyond the double range (a line of 300 values at epsilon 3 reaches 897), the
+exponential mechanism takes the truncated closure of :func:`designer.design.repair.within_doubles` as its
+distance (a metric below ``E*``, so the argument above still gives E-LDP) and the truncated geometric
+mechanism is repaired into it: otherwise their far entries underflow and the comparison had stopped on a
+subnormal entry.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import numpy as np
 from designer.certify import certify
 from designer.channel import Channel
 from designer.design.geometric import line_order, optimal_remap, truncated_geometric
+from designer.design.repair import project_into_cone, raise_into_cone, within_doubles
 from designer.spec import PrivacyMatrix
 
 
@@ -57,9 +64,10 @@ def baseline_channels(privacy: PrivacyMatrix) -> list[tuple[str, np.ndarray]]:
     """``(name, k x k channel)`` of every baseline of the module docstring that applies to E."""
     k = privacy.k
     baselines = []
-    closure = privacy.closure().epsilon
+    representable = within_doubles(privacy)
+    closure = representable.closure().epsilon
     if np.array_equal(closure, closure.T):
-        baselines.append(("exponential mechanism", exponential_mechanism(privacy)))
+        baselines.append(("exponential mechanism", exponential_mechanism(representable)))
     off = privacy.epsilon[~np.eye(k, dtype=bool)]
     smallest = float(off.min()) if off.size else 0.0
     if np.isfinite(smallest):
@@ -69,6 +77,8 @@ def baseline_channels(privacy: PrivacyMatrix) -> list[tuple[str, np.ndarray]]:
         order, epsilon = line
         geometric = np.empty((k, k))
         geometric[np.ix_(order, order)] = truncated_geometric(k, epsilon)
+        if representable is not privacy:
+            geometric = project_into_cone(representable, raise_into_cone(representable, geometric))
         baselines.append((f"truncated geometric (epsilon {epsilon:g})", geometric))
     return baselines
 

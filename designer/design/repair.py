@@ -42,11 +42,40 @@ MAX_FLOAT_DESIGN_LEVEL = -math.log(sys.float_info.min)
 MAX_DESIGN_LEVEL = math.log(sys.float_info.max)
 
 
-def check_design_levels(privacy: PrivacyMatrix, exact: bool = False) -> None:
+#: Pairs per step of :func:`_implied` (a 4,096 x k block of sums at once).
+IMPLIED_CHUNK = 4096
+#: The level at which :func:`within_doubles` truncates a closure that reaches beyond the double range: a column of
+#: its cone spans at most ``e^600``, so a weight down to ``e^-100`` times its entries is still a normal double.
+TRUNCATION_LEVEL = 600.0
+
+
+def within_doubles(privacy: PrivacyMatrix) -> PrivacyMatrix:
+    """E itself when its finite levels fit a float design (:data:`MAX_FLOAT_DESIGN_LEVEL`), else the truncated
+    closure ``min(E*, TRUNCATION_LEVEL)``.
+
+    A metric line of 1,000 values at epsilon 1 has levels up to 999, implied by its neighbours' 1: the columns
+    of its optimal channels reach ``e^-999``, which underflows to 0 next to a positive entry, and no float channel
+    with such a column is E-LDP. The truncation is a metric (``min(d, c)`` keeps the triangle inequality) below
+    E*, so every channel it admits is E-LDP; its cone holds each column of E's cone raised to at least
+    ``e^-TRUNCATION_LEVEL`` times its largest entry, which moves the expected loss by at most that share of
+    the largest loss. Designs repair into it (:func:`raise_into_cone`, :func:`project_into_cone`) and are
+    certified against E.
+    """
+    closure = privacy.closure().epsilon
+    if not np.any(np.isfinite(closure) & (closure > MAX_FLOAT_DESIGN_LEVEL)):
+        return privacy
+    return PrivacyMatrix(np.minimum(closure, TRUNCATION_LEVEL), privacy.labels,
+                         f"{privacy.name}, truncated at level {TRUNCATION_LEVEL:g}")
+
+
+def check_design_levels(privacy: PrivacyMatrix, exact: bool = False, nonredundant_only: bool = False) -> None:
     """Refuse finite levels a design in double precision cannot represent (before designing).
 
     Float designs accept levels up to :data:`MAX_FLOAT_DESIGN_LEVEL`, exact vertex
-    designs up to :data:`MAX_DESIGN_LEVEL`; ``inf`` (no constraint) is always fine.
+    designs up to :data:`MAX_DESIGN_LEVEL`; ``inf`` (no constraint) is always fine. With
+    ``nonredundant_only`` a level that other pairs imply is accepted at any size (designs that
+    repair into :func:`within_doubles` never constrain it on its own): only the non-redundant
+    pairs' levels are checked.
 
     Raises
     ------
@@ -56,6 +85,8 @@ def check_design_levels(privacy: PrivacyMatrix, exact: bool = False) -> None:
     limit = MAX_DESIGN_LEVEL if exact else MAX_FLOAT_DESIGN_LEVEL
     values = privacy.epsilon
     too_large = np.argwhere(np.isfinite(values) & (values > limit))
+    if too_large.size and nonredundant_only:
+        too_large = too_large[~_implied(privacy, too_large)]
     if too_large.size:
         x, x_prime = too_large[0]
         accepted = f"designs accept finite levels up to {limit:.2f}" if exact else (
@@ -67,6 +98,24 @@ def check_design_levels(privacy: PrivacyMatrix, exact: bool = False) -> None:
             f"E row {x}, column {x_prime}: level {shown} is beyond the double range "
             f"({accepted}); lower it, or write inf if the pair needs no constraint"
         )
+
+
+def _implied(privacy: PrivacyMatrix, pairs: np.ndarray) -> np.ndarray:
+    """For each pair (x, x'), whether a symbol z with ``E*[x, z] > 0``, ``E*[z, x'] > 0`` and
+    ``E*[x, z] + E*[z, x'] <= E[x, x']`` implies its constraint (the triangle test of
+    :meth:`designer.spec.PrivacyMatrix.nonredundant_pairs`, here without its relative slack, whose
+    product overflows at levels near the largest double); 4,096 pairs at a time."""
+    with np.errstate(over="ignore"):  # a path beyond the doubles closes to inf: it implies nothing here
+        closure = privacy.closure().epsilon
+    positive = np.where(closure > 0, closure, np.inf)
+    np.fill_diagonal(positive, np.inf)
+    implied = np.zeros(len(pairs), dtype=bool)
+    for begin in range(0, len(pairs), IMPLIED_CHUNK):
+        rows, columns = pairs[begin:begin + IMPLIED_CHUNK].T
+        with np.errstate(over="ignore"):  # a sum beyond the doubles is inf: no shorter path there
+            legs = (positive[rows] + positive[:, columns].T).min(axis=1)
+        implied[begin:begin + IMPLIED_CHUNK] = legs <= privacy.epsilon[rows, columns]
+    return implied
 
 
 def certify_design(channel: Channel, privacy: PrivacyMatrix, exact: bool) -> Certificate:
