@@ -15,12 +15,20 @@ import highspy
 import numpy as np
 import pytest
 
+from designer.certify import certify
+from designer.channel import Channel
 from designer.design.expected_loss import design_expected_loss
 from designer.design.front import design_channel
 from designer.design.gap.column_generation import design_with_gap
 from designer.design.geometric import truncated_geometric
 from designer.design.metric_compare import compare_expected_loss
-from designer.design.repair import TRUNCATION_LEVEL, check_design_levels, within_doubles
+from designer.design.repair import (
+    TRUNCATION_LEVEL,
+    check_design_levels,
+    project_into_cone,
+    raise_into_cone,
+    within_doubles,
+)
 from designer.spec import PrivacyMatrix
 from designer.utility import mutual_information
 from solvers.highs_retry import RETRIES, run_until
@@ -101,6 +109,21 @@ def test_compare_beyond_the_doubles_certifies_every_baseline():
     assert all(row.certified for row in rows.values())
     assert rows["truncated geometric"].ratio == pytest.approx(1.0, abs=1e-9)
     assert rows["exponential mechanism"].ratio > 1.5
+
+
+def test_a_repair_into_the_truncation_leaves_no_subnormal_entry():
+    """Raising a column into E's own cone on a line of 120 at epsilon 7 (closure 833) lands entries between
+    e^-745 and e^-708: subnormal, which the float certifier refuses (column generation's final repair did this
+    on such lines); into the truncation every entry stays at least e^-600 times the column's largest."""
+    privacy = line(120, 7.0)
+    identity = np.eye(120)
+    raised = raise_into_cone(privacy, identity)
+    assert np.any((raised > 0) & (raised < np.finfo(float).tiny))  # the hazard
+    truncated = within_doubles(privacy)
+    repaired = project_into_cone(truncated, raise_into_cone(truncated, identity))
+    assert repaired.min() >= np.finfo(float).tiny and np.allclose(repaired.sum(axis=1), 1.0, atol=1e-12)
+    assert column_spread(repaired) <= TRUNCATION_LEVEL + 1e-6
+    assert certify(Channel(repaired), privacy).certified
 
 
 def test_only_constrained_levels_beyond_the_doubles_are_refused():

@@ -82,6 +82,7 @@ from designer.design.repair import (
     merge_proportional_columns,
     project_into_cone,
     raise_into_cone,
+    within_doubles,
 )
 from designer.spec import PrivacyMatrix
 from designer.utility import F_DIVERGENCES, column_information, mutual_information
@@ -304,7 +305,8 @@ def design_with_gap(
     weights = master.weights
     keep = weights > 0
     matrix = merge_proportional_columns((columns[keep] * weights[keep, None]).T)
-    matrix = project_into_cone(privacy, raise_into_cone(privacy, matrix))
+    repaired_in = within_doubles(privacy)  # E, or its truncation: no entry raised to a subnormal e^-E* (k = 300 line)
+    matrix = project_into_cone(repaired_in, raise_into_cone(repaired_in, matrix))
     channel = Channel(matrix)
     certificate = certify(channel, privacy)
     certified_value = mutual_information(prior, channel)
