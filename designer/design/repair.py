@@ -61,6 +61,9 @@ def within_doubles(privacy: PrivacyMatrix) -> PrivacyMatrix:
     the largest loss. Designs repair into it (:func:`raise_into_cone`, :func:`project_into_cone`) and are
     certified against E.
     """
+    values = privacy.epsilon
+    if np.all(np.isfinite(values)) and values.max() <= MAX_FLOAT_DESIGN_LEVEL:
+        return privacy  # E* <= E everywhere: no closure needed (a line's closed form stays at 0.7 s for k = 1,000)
     closure = privacy.closure().epsilon
     if not np.any(np.isfinite(closure) & (closure > MAX_FLOAT_DESIGN_LEVEL)):
         return privacy
