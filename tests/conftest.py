@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 
 import pytest
@@ -32,3 +33,18 @@ def one_click_command_per_app():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(typer.testing, "_get_command", functools.cache(typer.testing._get_command))
         yield
+
+
+def pytest_collectstart(collector):
+    """Move every object alive when a test module starts to be collected into the collector's permanent
+    generation (:func:`gc.freeze`, constant time): what collection imports (numpy, scipy, scikit-learn,
+    dask, the package: some 250,000 tracked objects) lives for the whole session, yet each full collection
+    walked all of it again (19 during collection, 1.7 CPU s; 11 more while the tests ran, 3.2 s: measured on
+    the whole suite). Objects the tests create are collected as before; forked workers (audit samplers,
+    :mod:`forked_cli`) also no longer copy the pages a collection in them would touch."""
+    gc.freeze()
+
+
+def pytest_collection_finish(session):
+    """Freeze what the last module's collection left alive too (:func:`pytest_collectstart`)."""
+    gc.freeze()
