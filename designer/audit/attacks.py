@@ -104,15 +104,16 @@ class LearnedSpace(EventSpace):
         rng = np.random.default_rng(seed)
         self.models = []
         began = time.perf_counter()
-        for name in models:
+        made = [make_model(name, seed) for name in models]  # their imports load the libraries they run on
+        self._threads = thread_pools()
+        for name, model in zip(models, made):
             rows, labels = [], []
             for x, reports in train.items():
                 first = reports[: len(reports) // 2]
                 keep = np.sort(rng.permutation(len(first))[: FIT_PER_INPUT[name]])
                 rows.append(features.transform(first[keep]))
                 labels.append(np.full(len(keep), x))
-            model = make_model(name, seed)
-            with single_thread():
+            with single_thread(self._threads):
                 model.fit(np.concatenate(rows), np.concatenate(labels))
             self.models.append(model)
         self.column = {int(label): index for index, label in enumerate(self.models[0].classes_)}
@@ -127,7 +128,7 @@ class LearnedSpace(EventSpace):
         """Every model's ``decision_function`` on the reports, :data:`SCORE_CHUNK` at a time."""
         began = time.perf_counter()
         scores = np.empty((len(self.models), len(reports), len(self.column)), dtype=np.float32)
-        with single_thread():
+        with single_thread(self._threads):
             self._score_into(scores, reports)
         self.score_seconds += time.perf_counter() - began
         self.scored += len(reports)
@@ -198,11 +199,23 @@ def default_attacks(total_reports: int) -> tuple[str, ...]:
     return MODELS if total_reports <= BOOSTED_LIMIT else ("logistic",)
 
 
-def single_thread():
-    """Run scikit-learn's BLAS and OpenMP on one thread (on a shared machine, many threads are far slower)."""
-    from threadpoolctl import threadpool_limits
+def thread_pools():
+    """A :class:`threadpoolctl.ThreadpoolController` of the BLAS and OpenMP libraries loaded now.
 
-    return threadpool_limits(limits=1)
+    Making one lists the process's loaded libraries (on Linux it reads ``/proc/self/maps``: 2.5 to 5 ms in a
+    process that has loaded scikit-learn, scipy and more); a learned space makes one, after its models'
+    imports, and limits through it at each fit and scoring (``threadpool_limits`` made one per call: 10 to
+    35 calls an audit, 6.5 CPU s over the audit tests)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def single_thread(pools=None):
+    """Run scikit-learn's BLAS and OpenMP on one thread (on a shared machine, many threads are far slower).
+
+    ``pools``: the :func:`thread_pools` to limit (those loaded now when None)."""
+    return (pools if pools is not None else thread_pools()).limit(limits=1)
 
 
 def learned_space(train: dict[int, np.ndarray], models: tuple[str, ...] = MODELS, user: Callable | None = None,
