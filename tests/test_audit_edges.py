@@ -60,7 +60,9 @@ def test_time_budget_covers_the_whole_run(E4):
     (the stopping rule itself is checked on a simulated clock below: not wall time on a loaded machine)."""
     result = audit("--E", E4, "--sampler", f"{SAMPLERS}:grr", "--arg", "eps=1", "--arg", "k=4", "--seconds", 2,
                    "--json", "--seed", 1)
-    assert result.exit_code == 0, result.output
+    # the reports drawn depend on the wall clock, so the verdict is a correct sampler's at the audit's error rate
+    # (one run in a few hundred flagged it, exit 1: the false-alarm tests hold that rate); the accounting is checked
+    assert result.exit_code in (0, 1), result.output
     payload = json.loads(result.stdout)
     plan = payload["time_budget"]
     assert plan["budget"] == 2 and plan["target"] == 0.93
