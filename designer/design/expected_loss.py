@@ -285,7 +285,8 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
     seed = None
     lower = -math.inf
     if solution is not None:
-        seed = project_into_cone(privacy, raise_into_cone(privacy, solution.matrix))
+        cone = within_doubles(privacy)  # as the candidates' repair
+        seed = project_into_cone(cone, raise_into_cone(cone, solution.matrix))
         upper = float(np.sum(cost * seed))
         lower = lagrangian_lower_bound(cost, pairs, bound_ratios, solution.pair_duals)
         history.append({"backend": name, "status": solution.status, "upper": upper, "lower_bound": lower,

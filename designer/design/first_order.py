@@ -51,6 +51,7 @@ from designer.design.repair import (
     certified_mixture,
     project_into_cone,
     raise_into_cone,
+    within_doubles,
 )
 from designer.spec import PrivacyMatrix
 
@@ -96,6 +97,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     solver = FirstOrderRatioLP(cost, pairs, ratios, tolerance)
     lower, centre, raised_iterate, history, failure = -math.inf, None, None, [], ""
     constant = constant_channel(cost)
+    cone = within_doubles(privacy)  # E, or its truncation when E reaches beyond the doubles (as every repair)
     # the best certified iterate, and its expected loss; until one certifies, the constant channel (E-LDP for any E)
     channel, upper = None, expected_loss(cost, constant)
     while True:
@@ -105,8 +107,8 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
         except LinearProgramError as error:
             failure = f"; {error}"
             break
-        raised = raise_into_cone(privacy, result.matrix)
-        repaired, weight = certified_mixture(privacy, project_into_cone(privacy, raised)) or (None, None)
+        raised = raise_into_cone(cone, result.matrix)
+        repaired, weight = certified_mixture(privacy, project_into_cone(cone, raised)) or (None, None)
         if repaired is not None and (loss := expected_loss(cost, repaired)) < upper:
             channel, upper = repaired, loss
         bound = lagrangian_lower_bound(cost, pairs, bound_ratios, result.pair_duals)
