@@ -537,10 +537,10 @@ def test_when_no_repair_certifies_a_mixture_with_the_uniform_channel_is_returned
     """A (patched) repair that moves 1e-7 of row 0's largest entry to another output breaks a tight ratio of every
     candidate: the design returns one mixed with the uniform channel by the least weight that certifies, certified
     by the real certifier and within 1e-6 (relative) of the edge-only LP's optimum."""
-    real_project = expected_loss_module.project_into_cone
+    real_repair = expected_loss_module.repair_into_cone
 
     def moved(privacy, matrix):
-        repaired = real_project(privacy, matrix).copy()
+        repaired = real_repair(privacy, matrix).copy()
         top = int(np.argmax(repaired[0]))
         other = int(np.argsort(repaired[0])[-2])
         shift = 1e-7 * repaired[0, top]
@@ -552,7 +552,7 @@ def test_when_no_repair_certifies_a_mixture_with_the_uniform_channel_is_returned
     expected = lp_optimum(prior[:, None] * distance, edges)
     clean = design_expected_loss(privacy, distance, prior, method="column-generation")
     assert clean.certified and certify(Channel(moved(privacy, clean.channel.matrix)), privacy).verdict != "certified"
-    monkeypatch.setattr(expected_loss_module, "project_into_cone", moved)
+    monkeypatch.setattr(expected_loss_module, "repair_into_cone", moved)
     result = design_expected_loss(privacy, distance, prior, method="column-generation")
     assert result.certified and certify(result.channel, privacy).verdict == "certified"
     assert clean.objective < result.objective <= expected * (1 + 1e-6)

@@ -25,8 +25,8 @@ from designer.design.metric_compare import compare_expected_loss
 from designer.design.repair import (
     TRUNCATION_LEVEL,
     check_design_levels,
-    project_into_cone,
     raise_into_cone,
+    repair_into_cone,
     within_doubles,
 )
 from designer.spec import PrivacyMatrix
@@ -120,7 +120,7 @@ def test_a_repair_into_the_truncation_leaves_no_subnormal_entry():
     raised = raise_into_cone(privacy, identity)
     assert np.any((raised > 0) & (raised < np.finfo(float).tiny))  # the hazard
     truncated = within_doubles(privacy)
-    repaired = project_into_cone(truncated, raise_into_cone(truncated, identity))
+    repaired = repair_into_cone(truncated, identity)
     assert repaired.min() >= np.finfo(float).tiny and np.allclose(repaired.sum(axis=1), 1.0, atol=1e-12)
     assert column_spread(repaired) <= TRUNCATION_LEVEL + 1e-6
     assert certify(Channel(repaired), privacy).certified

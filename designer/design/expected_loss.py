@@ -41,8 +41,7 @@ from designer.design.repair import (
     certify_design,
     check_design_levels,
     default_uniform,
-    project_into_cone,
-    raise_into_cone,
+    repair_into_cone,
     within_doubles,
 )
 from designer.design.progress import best_so_far, closes
@@ -161,7 +160,7 @@ def design_expected_loss(
         lower = None  # the returned channel's own loss: the closed form is optimal
         if repaired_in is not privacy:  # entries beyond the doubles underflowed to 0: raised to the truncation
             lower = float(np.sum(prior[:, None] * loss * matrix))  # the optimum (its underflowed terms are below e^-708)
-            matrix = project_into_cone(repaired_in, raise_into_cone(repaired_in, matrix))
+            matrix = repair_into_cone(repaired_in, matrix)
         channel = Channel(matrix)
         bound, stopped, history = "closed form optimal (Ghosh, Roughgarden, Sundararajan 2009)", "solved", []
         methods = [f"truncated geometric mechanism, epsilon {line[1]:g}, with the optimal remap"]
@@ -188,7 +187,7 @@ def design_expected_loss(
         refused = []  # the repaired candidates that did not certify
         for matrix in candidates:  # least objective first; the first whose repair certifies is kept
             tick = time.perf_counter()
-            channel = Channel(project_into_cone(repaired_in, raise_into_cone(repaired_in, matrix)))
+            channel = Channel(repair_into_cone(repaired_in, matrix))
             timings["repair"] += time.perf_counter() - tick
             certificate = _certified(channel, privacy, timings)
             if certificate.verdict == "certified":
@@ -286,7 +285,7 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
     lower = -math.inf
     if solution is not None:
         cone = within_doubles(privacy)  # as the candidates' repair
-        seed = project_into_cone(cone, raise_into_cone(cone, solution.matrix))
+        seed = repair_into_cone(cone, solution.matrix)
         upper = float(np.sum(cost * seed))
         lower = lagrangian_lower_bound(cost, pairs, bound_ratios, solution.pair_duals)
         history.append({"backend": name, "status": solution.status, "upper": upper, "lower_bound": lower,

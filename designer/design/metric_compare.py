@@ -29,7 +29,7 @@ import numpy as np
 from designer.certify import certify
 from designer.channel import Channel
 from designer.design.geometric import line_order, optimal_remap, truncated_geometric
-from designer.design.repair import project_into_cone, raise_into_cone, within_doubles
+from designer.design.repair import repair_into_cone, within_doubles
 from designer.spec import PrivacyMatrix
 
 
@@ -78,7 +78,7 @@ def baseline_channels(privacy: PrivacyMatrix) -> list[tuple[str, np.ndarray]]:
         geometric = np.empty((k, k))
         geometric[np.ix_(order, order)] = truncated_geometric(k, epsilon)
         if representable is not privacy:
-            geometric = project_into_cone(representable, raise_into_cone(representable, geometric))
+            geometric = repair_into_cone(representable, geometric)
         baselines.append((f"truncated geometric (epsilon {epsilon:g})", geometric))
     return baselines
 

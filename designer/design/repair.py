@@ -58,7 +58,7 @@ def within_doubles(privacy: PrivacyMatrix) -> PrivacyMatrix:
     with such a column is E-LDP. The truncation is a metric (``min(d, c)`` keeps the triangle inequality) below
     E*, so every channel it admits is E-LDP; its cone holds each column of E's cone raised to at least
     ``e^-TRUNCATION_LEVEL`` times its largest entry, which moves the expected loss by at most that share of
-    the largest loss. Designs repair into it (:func:`raise_into_cone`, :func:`project_into_cone`) and are
+    the largest loss. Designs repair into it (:func:`repair_into_cone`) and are
     certified against E.
     """
     values = privacy.epsilon
@@ -194,6 +194,30 @@ def project_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
             break
         projected = scaled
     return projected / projected.sum(axis=1, keepdims=True)
+
+
+def repair_into_cone(privacy: PrivacyMatrix, matrix) -> np.ndarray:
+    """Repair a solver's nearly E-LDP channel: raise each column into ``C_E``, then project back to a stochastic matrix.
+
+    :func:`raise_into_cone` lifts each column to the smallest point of ``C_E`` above it
+    (``Q'[x, y] = max_z exp(-E*[z, x]) Q[z, y]``), so entries the solver left at its absolute tolerance move
+    by about that tolerance and none is pulled to 0; :func:`project_into_cone` then keeps the columns in the
+    cone and restores the row sums the raise pushed above 1 by scaling columns (dropping columns of negligible
+    mass) and dividing each row by its sum, which moves log-ratios by about ``1e-16``.
+
+    Parameters
+    ----------
+    privacy : PrivacyMatrix
+        The E whose closure defines the cone (usually :func:`within_doubles` of the design's E).
+    matrix : array_like, shape (k, m)
+        The channel to repair, rows nearly summing to 1, columns nearly in ``C_E``.
+
+    Returns
+    -------
+    ndarray, shape (k, m)
+        A row-stochastic matrix whose columns lie in ``C_E`` (to rounding).
+    """
+    return project_into_cone(privacy, raise_into_cone(privacy, matrix))
 
 
 def certifies(privacy: PrivacyMatrix, matrix) -> bool:

@@ -52,10 +52,9 @@ the orbit LP are scaled to sum 1, so levels of 49 and more (a line of 50 at epsi
 Third upper bound, finite at any epsilon x diameter: ``I(X; Y) <= H(X)`` (:func:`entropy_upper_bound`).
 The reported upper bound is the smallest of the three.
 
-Lower bound: the master's channel, repaired onto the cone (raised by
-:func:`designer.design.repair.raise_into_cone`, then :func:`designer.design.repair.project_into_cone`:
-a pricing vertex's entries far below the solver's tolerance, ``e^{-49}`` on a line of 50 at epsilon 1,
-come back as 0, and lowering alone would pull whole columns to them) and certified
+Lower bound: the master's channel, repaired onto the cone (:func:`designer.design.repair.repair_into_cone`:
+raised into it first, since a pricing vertex's entries far below the solver's tolerance, ``e^{-49}`` on a line
+of 50 at epsilon 1, come back as 0 and lowering alone would pull whole columns to them, then projected) and certified
 (:func:`designer.certify.certify`); its own mutual information is reported.
 The gap is ``(upper - lower) / upper``; a run that stops on its time budget says
 so and is never called optimal.
@@ -80,8 +79,8 @@ from designer.design.repair import (
     TRUNCATION_LEVEL,
     check_design_levels,
     merge_proportional_columns,
-    project_into_cone,
     raise_into_cone,
+    repair_into_cone,
     within_doubles,
 )
 from designer.spec import PrivacyMatrix
@@ -306,7 +305,7 @@ def design_with_gap(
     keep = weights > 0
     matrix = merge_proportional_columns((columns[keep] * weights[keep, None]).T)
     repaired_in = within_doubles(privacy)  # E, or its truncation: no entry raised to a subnormal e^-E* (k = 300 line)
-    matrix = project_into_cone(repaired_in, raise_into_cone(repaired_in, matrix))
+    matrix = repair_into_cone(repaired_in, matrix)
     channel = Channel(matrix)
     certificate = certify(channel, privacy)
     certified_value = mutual_information(prior, channel)
