@@ -67,8 +67,23 @@ def within_doubles(privacy: PrivacyMatrix) -> PrivacyMatrix:
     closure = privacy.closure().epsilon
     if not np.any(np.isfinite(closure) & (closure > MAX_FLOAT_DESIGN_LEVEL)):
         return privacy
-    return PrivacyMatrix(np.minimum(closure, TRUNCATION_LEVEL), privacy.labels,
+    return PrivacyMatrix(truncated_closure(privacy), privacy.labels,
                          f"{privacy.name}, truncated at level {TRUNCATION_LEVEL:g}")
+
+
+def truncated_closure(privacy: PrivacyMatrix) -> np.ndarray:
+    """The closure's levels capped at :data:`TRUNCATION_LEVEL`: ``min(E*, TRUNCATION_LEVEL)``, entrywise.
+
+    A metric below E* (``min(d, c)`` keeps the triangle inequality), so its cone lies in E's; every column of
+    that cone spans at most ``e^TRUNCATION_LEVEL``, normal doubles throughout. :func:`within_doubles` returns it
+    only when E reaches beyond the doubles; callers that want the truncation at any E call this directly.
+
+    Returns
+    -------
+    ndarray, shape (k, k)
+        The truncated closure's levels (``inf`` entries become :data:`TRUNCATION_LEVEL`).
+    """
+    return np.minimum(privacy.closure().epsilon, TRUNCATION_LEVEL)
 
 
 def check_design_levels(privacy: PrivacyMatrix, exact: bool = False, nonredundant_only: bool = False) -> None:
