@@ -66,6 +66,7 @@ from scipy import sparse
 
 from solvers.column_generation import slice_model
 from solvers.dense_ipm import dense_interior_point
+from solvers.highs_retry import run_until
 from solvers.linear import LinearProgramError, cost_scale, solve_ratio_bounded_stochastic_lp_by_either
 from solvers.quiet import silent_highs
 
@@ -200,8 +201,9 @@ class _Master:
 
     def solve(self, deadline: float | None = None,
               first_by_deadline: bool = False) -> tuple[float, np.ndarray, np.ndarray, bool]:
-        """``(objective, duals, weights, finished)``: warm-started simplex; on any other status than optimal, from
-        scratch, then HiGHS's interior point.
+        """``(objective, duals, weights, finished)``: warm-started simplex; on any other status than optimal or the
+        time limit, run again other ways (:func:`solvers.highs_retry.run_until`: from scratch, without presolve, by
+        the interior point, by the primal simplex), every run under the same time limit.
 
         The master can only be feasible and bounded (the constant column serves every row), so another
         status is numerical: the random geometric graph's dense columns (entries over 8 decades) once
@@ -219,15 +221,7 @@ class _Master:
             return self._interior(time.perf_counter() + budget)
         self.highs.setOptionValue("time_limit", self.highs.getRunTime() + budget if math.isfinite(budget)
                                   else highspy.kHighsInf)
-        for attempt in ("warm", "cold", "ipm"):
-            if attempt != "warm":
-                self.highs.clearSolver()
-                self.highs.setOptionValue("solver", "ipm" if attempt == "ipm" else "choose")
-            self.highs.run()
-            status = self.highs.getModelStatus()
-            if status in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-                break
-        self.highs.setOptionValue("solver", "choose")
+        status = run_until(self.highs, [highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit])
         if status == highspy.HighsModelStatus.kTimeLimit:
             if self.answer is None:
                 raise LinearProgramError("master LP not solved within the time budget")
@@ -283,20 +277,13 @@ class _Pricing:
     def solve(self, direction: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
         """``(rho, vertex, pair duals >= 0)``, or None when the LP stays unsolved.
 
-        A failed warm start is solved from scratch, then by interior point with crossover (the
-        1,000-node graph's slice once ended a warm start in "Solve error"). None leaves the output's
-        multipliers as they were (still valid for the bound) and adds no column.
+        A failed warm start is run again other ways (:func:`solvers.highs_retry.run_until`: from scratch, without
+        presolve, by interior point with crossover, by the primal simplex; the 1,000-node graph's slice once ended a
+        warm start in "Solve error"), the options put back so that the next output warm-starts by simplex. None
+        leaves the output's multipliers as they were (still valid for the bound) and adds no column.
         """
         self.highs.changeColsCost(self.k, self.indices, direction)
-        for attempt in ("warm", "cold", "ipm"):
-            if attempt != "warm":
-                self.highs.clearSolver()
-                self.highs.setOptionValue("solver", "ipm" if attempt == "ipm" else "simplex")
-            self.highs.run()
-            if self.highs.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-                break
-        self.highs.setOptionValue("solver", "simplex")
-        if self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        if run_until(self.highs, [highspy.HighsModelStatus.kOptimal]) != highspy.HighsModelStatus.kOptimal:
             self.highs.clearSolver()
             return None
         solution = self.highs.getSolution()
