@@ -47,6 +47,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from solvers.highs_retry import run_until
 from solvers.linear import LinearProgramError, solve_vertex_lp
 from solvers.quiet import silent_highs
 
@@ -99,18 +100,18 @@ class SliceLP:
         return highs
 
     def vertex(self, direction) -> np.ndarray:
-        """A basic (vertex) optimum of ``max direction . q``; tiny negatives clipped, renormalised."""
+        """A basic (vertex) optimum of ``max direction . q``; tiny negatives clipped, renormalised.
+
+        A failed warm start is run again other ways (:func:`solvers.highs_retry.run_until`: from scratch, without
+        presolve, by interior point with crossover, which ends at a vertex too, by the primal simplex).
+        """
         direction = np.asarray(direction, dtype=float)
         if direction.shape != (self.dimension,) or not np.all(np.isfinite(direction)):
             raise ValueError("direction must be a finite vector of the cone's dimension")
         self._highs.changeColsCost(self.dimension, self._indices, direction)
-        self._highs.run()
-        if self._highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            self._highs = self._new_solver()  # a failed warm start: solve again from scratch
-            self._highs.changeColsCost(self.dimension, self._indices, direction)
-            self._highs.run()
-        if self._highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise LinearProgramError(f"slice LP not solved: {self._highs.modelStatusToString(self._highs.getModelStatus())}")
+        status = run_until(self._highs, [highspy.HighsModelStatus.kOptimal])
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise LinearProgramError(f"slice LP not solved: {self._highs.modelStatusToString(status)}")
         q = np.maximum(np.asarray(self._highs.getSolution().col_value, dtype=float), 0.0)
         return q / q.sum()
 
