@@ -22,6 +22,9 @@ rgg1000                          random geometric graph, 1,000 nodes (networkx, 
                                  component), E = epsilon d_G with Euclidean edge lengths scaled so the mean
                                  edge's level is 0.5; loss = d_G; a 600 s budget.
 rgg350                           the same with 350 nodes and radius 0.1, a 180 s budget.
+rgg200, rgg500                   the same with 200 nodes (radius 0.134) and 500 nodes (radius 0.085), a 600 s budget
+                                 (mean degree about 11 at every size).
+rgg350-ipm, rgg500-ipm           ``method="interior-point"`` alone on the 350- and 500-node graphs (budget 1,800 s).
 mi-line50-eps1, mi-line50-eps2, mi-grid10
                                  mutual information, column generation with bounds, 60 s budget: gap, time.
 line1000-eps1, grid30-eps15      levels beyond the double range that neighbours imply (closure up to 999 and
@@ -52,9 +55,12 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_CASES = ("grid10-direct", "line1000-uniform", "line1000-zipf", "grid10", "grid20-manhattan", "grid20-squared",
                  "mi-line50-eps1", "mi-line50-eps2", "mi-grid10")
 BEYOND_DOUBLES = ("line1000-eps1", "grid30-eps15", "mi-line60-eps20", "mi-grid8-eps40", "mi-line16-auto")
-ALL_CASES = (*DEFAULT_CASES, "line1000-lp", "grid40", "rgg350", "rgg1000", *BEYOND_DOUBLES)
+ALL_CASES = (*DEFAULT_CASES, "line1000-lp", "grid40", "rgg200", "rgg350", "rgg500", "rgg1000", "rgg350-ipm",
+             "rgg500-ipm", *BEYOND_DOUBLES)
 #: Budgets (seconds) of the expected-loss cases that do not close: the goal's 10 minutes for the 1,000-node graph.
-BUDGETS = {"rgg350": 180.0, "rgg1000": 600.0, "grid30-eps15": 120.0}
+BUDGETS = {"rgg200": 600.0, "rgg350": 180.0, "rgg500": 600.0, "rgg1000": 600.0, "grid30-eps15": 120.0}
+#: Radius of the random geometric graph of each size: a mean degree of about 11.
+RADII = {200: 0.134, 350: 0.1, 500: 0.085, 1000: 0.06}
 
 
 def grid(side: int, squared: bool = False, epsilon: float = 0.5):
@@ -98,15 +104,15 @@ def expected_loss_case(name: str) -> dict:
         privacy, loss, prior = grid(30, epsilon=15.0)
     elif name.startswith("line1000"):
         privacy, loss, prior = line(1000, "zipf" if name.endswith("zipf") else "uniform")
-    elif name == "rgg350":
-        privacy, loss, prior = random_geometric(350, 0.1)
     elif name.startswith("rgg"):
-        privacy, loss, prior = random_geometric()
+        nodes = int(name[3:].split("-")[0])
+        privacy, loss, prior = random_geometric(nodes, RADII[nodes])
     else:
         side = int(name[4:6])
         privacy, loss, prior = grid(side, name.endswith("squared"))
     built = time.perf_counter() - start
-    method = {"grid10-direct": "direct", "line1000-lp": "column-generation"}.get(name, "auto")
+    method = {"grid10-direct": "direct", "line1000-lp": "column-generation"}.get(
+        name, "interior-point" if name.endswith("-ipm") else "auto")
     result = design_expected_loss(privacy, loss, prior, method=method, max_seconds=BUDGETS.get(name, 1800.0))
     row = {"k": privacy.k, "method": result.method, "lower": result.lower_bound, "upper": result.upper_bound,
            "gap": result.gap, "certified": result.certified, "stopped": result.stopped, "build_seconds": built,

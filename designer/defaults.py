@@ -26,7 +26,7 @@ VERTEX_UTILITIES = ("mutual-information", *F_DIVERGENCE_NAMES)
 #: the routes one may ask for.
 ROUTE_METHODS = ("auto", "closed-form", "enumerate", "symmetry", "column-generation")
 #: Methods of the expected-loss design (designer.design.expected_loss): "auto" and the methods one may ask for.
-EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation", "first-order")
+EXPECTED_LOSS_METHODS = ("auto", "closed-form", "direct", "column-generation", "interior-point", "first-order")
 #: Every ``--method`` of ``design``: the routes, then the expected loss's own methods.
 DESIGN_METHODS = tuple(dict.fromkeys(ROUTE_METHODS + EXPECTED_LOSS_METHODS))
 #: Relative gap at which column generation for mutual information stops unless told otherwise.

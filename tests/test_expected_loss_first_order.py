@@ -8,6 +8,7 @@ import pytest
 
 import designer.design.expected_loss as expected_loss_module
 import designer.design.first_order as first_order_module
+import designer.design.handover as handover_module
 from designer.design.expected_loss import design_expected_loss
 from designer.design.loss_decomposition import constraint_pairs
 from solvers.first_order import FirstOrderRatioLP
@@ -189,23 +190,20 @@ def test_without_an_iterate_the_master_of_the_start_columns_answers(monkeypatch)
     assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
 
 
-def test_auto_hands_an_open_gap_to_the_first_order_method(monkeypatch):
+def test_auto_closes_by_columns_alone_when_it_can(monkeypatch):
+    """Columns close a 4 x 4 grid in their sixth of the budget (the interior-point method's estimate taken as
+    large): neither the interior-point nor the first-order method runs (the handover to either is
+    ``test_block_interior::test_auto_hands_an_open_gap_to_the_method_that_fits``), nor for an explicit column
+    generation."""
     privacy, distance, prior, edges = grid_problem((4, 4), 0.5, 9)
     optimum = lp_optimum(prior[:, None] * distance, edges)
     monkeypatch.setattr(expected_loss_module, "DIRECT_MAX_ENTRIES", 10)
-    closed = design_expected_loss(privacy, distance, prior, max_seconds=60)  # columns close it: no first-order run
-    assert closed.method == "column-generation" and "then a first-order method" in closed.reason
-    assert closed.stopped in ("gap", "priced out") and all(entry.get("backend") != "pdlp" for entry in closed.history)
-    # no time for columns beyond the first master solve: the first-order method takes the rest of the budget
-    monkeypatch.setattr(first_order_module, "COLUMN_GENERATION_SHARE", 0.0)
-    handed = design_expected_loss(privacy, distance, prior, max_seconds=60)
-    assert any(entry.get("backend") == "pdlp" for entry in handed.history)
-    assert "first-order LP (HiGHS PDLP)" in handed.methods[-1]
-    assert handed.certified and handed.gap <= 1e-6
-    assert handed.lower_bound <= optimum + 1e-12 <= handed.upper_bound + 2e-12
-    # an explicit column generation never hands over
-    alone = design_expected_loss(privacy, distance, prior, method="column-generation", max_seconds=60)
-    assert all(entry.get("backend") != "pdlp" for entry in alone.history)
+    monkeypatch.setattr(handover_module, "estimated_seconds", lambda *arguments: 1e6)
+    for method in ("auto", "column-generation"):
+        closed = design_expected_loss(privacy, distance, prior, method=method, max_seconds=60)
+        assert closed.method == "column-generation" and closed.stopped in ("gap", "priced out")
+        assert all(entry.get("backend") not in ("pdlp", "block interior point") for entry in closed.history)
+        assert closed.lower_bound <= optimum + 1e-12 <= closed.upper_bound + 2e-12
 
 
 def test_column_generation_priced_at_a_given_centre_bounds_there():

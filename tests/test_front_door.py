@@ -133,7 +133,7 @@ def test_expected_loss_methods_and_gap_pass_through_the_front_door():
     """The expected loss's own methods (and its gap, default 1e-6, not column generation's 1%) reach
     design_expected_loss; the vertex routes refuse it, and its methods refuse the other utilities."""
     grid = PrivacyMatrix.grid_l1((4, 4), 0.5)
-    for method in ("direct", "column-generation", "first-order"):
+    for method in ("direct", "column-generation", "interior-point", "first-order"):
         design = design_channel(grid, "expected-loss", method=method)
         assert design.method == "expected-loss" and design.route.method == method
         assert design.reason.startswith(f"expected loss, {method}: requested") and design.route.gap <= 1e-6
@@ -150,7 +150,7 @@ def test_expected_loss_methods_and_gap_pass_through_the_front_door():
     for method in ("enumerate", "symmetry"):
         with pytest.raises(ValueError, match=f"--method {method} does not design for the expected loss"):
             design_channel(grid, "expected-loss", method=method)
-    for method in ("direct", "first-order"):
+    for method in ("direct", "interior-point", "first-order"):
         with pytest.raises(ValueError, match=f"--method {method} designs for the expected loss only"):
             design_channel(grid, method=method)
     refused = runner.invoke(app, ["design", "--family", "metric-grid", "--grid", "3x3", "--method", "first-order",

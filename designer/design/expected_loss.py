@@ -2,7 +2,7 @@
 
 Minimise ``sum_x prior_x sum_y Q[x, y] loss[x, y]`` over E-LDP channels. Every column of Q lies in
 the cone ``C_E``; only the non-redundant pairs of E are constraints (for a graph metric: its edges,
-as Bordenabe et al. observe). Four methods; ``method="auto"`` picks one of the first three:
+as Bordenabe et al. observe). Five methods; ``method="auto"`` picks one of the first three:
 
 - ``"closed-form"``: E is ``epsilon |i - j|`` after a relabelling and the loss is non-decreasing in
   ``|i - r|``: the truncated geometric mechanism with the consumer's optimal remap is optimal
@@ -11,7 +11,11 @@ as Bordenabe et al. observe). Four methods; ``method="auto"`` picks one of the f
   Clarabel, then HiGHS when Clarabel's solve is inaccurate or its bound is not within the gap);
   auto uses it while ``k m <= DIRECT_MAX_ENTRIES``;
 - ``"column-generation"``: the LP by output, never built at once (:mod:`designer.design.loss_decomposition`);
-  under auto, when a sixth of the budget leaves the gap open, the first-order method takes the rest;
+  under auto, when a sixth of the budget (or half the interior-point method's estimated time, if less) leaves
+  the gap open, the interior-point method takes the rest if it is expected to finish in it, else the
+  first-order method (:mod:`designer.design.handover`);
+- ``"interior-point"``: the whole edge-only LP by an interior-point method that keeps its blocks (one per
+  output; :mod:`designer.design.block_interior`), exact on irregular graphs of a few hundred values;
 - ``"first-order"``: the whole edge-only LP by a primal-dual hybrid gradient method (HiGHS's PDLP;
   :mod:`designer.design.first_order`), for large irregular graphs where the master of column generation stalls.
 
@@ -112,7 +116,7 @@ def design_expected_loss(
         Finite loss of reporting y when the truth is x (outputs indexed like the columns).
     prior : array_like (k,), optional
         Default uniform.
-    method : {"auto", "closed-form", "direct", "column-generation", "first-order"}
+    method : {"auto", "closed-form", "direct", "column-generation", "interior-point", "first-order"}
     max_seconds : float
         Wall-clock budget of the LP methods; on time out the certified channel so far is returned
         with its bounds (``stopped="time"``).
@@ -174,10 +178,14 @@ def design_expected_loss(
             from designer.design.first_order import first_order
 
             solved = first_order(privacy, cost, gap, remaining, progress)
-        elif requested == "auto":
-            from designer.design.first_order import by_output_then_first_order
+        elif method == "interior-point":
+            from designer.design.block_interior import block_interior
 
-            solved = by_output_then_first_order(privacy, cost, gap, remaining, progress)
+            solved = block_interior(privacy, cost, gap, remaining, progress)
+        elif requested == "auto":
+            from designer.design.handover import by_output_then_whole_lp
+
+            solved = by_output_then_whole_lp(privacy, cost, gap, remaining, progress)
         else:
             from designer.design.loss_decomposition import decompose_by_output
 
@@ -252,8 +260,10 @@ def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = 
         return "closed-form", "E is epsilon |i - j| after relabelling and the loss is monotone in |i - r|", line
     if k * m <= DIRECT_MAX_ENTRIES or constraints == "all-pairs":
         return "direct", f"k m = {k * m} <= {DIRECT_MAX_ENTRIES} ({why_not})", None
-    return "column-generation", (f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output, then a first-order method "
-                                 f"if the gap is open after a sixth of the budget ({why_not})"), None
+    return "column-generation", (f"k m = {k * m} > {DIRECT_MAX_ENTRIES}: the LP by output, then, if the gap is open "
+                                 f"after a sixth of the budget (or half the interior-point method's estimate), the "
+                                 f"interior-point method if its estimate fits the budget left, else a first-order "
+                                 f"method ({why_not})"), None
 
 
 def _certified(channel: Channel, privacy: PrivacyMatrix, timings: dict):

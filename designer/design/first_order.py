@@ -31,9 +31,10 @@ expected loss of the best constant channel (every input sends the same report), 
 convergence a repaired iterate can cost less than the optimum without being E-LDP (4e-9 below it on a 3 x 4
 grid, PDLP at a relative tolerance of 1e-2); an earlier version reported its cost as the upper bound.
 
-``"auto"`` (:func:`designer.design.expected_loss.route_expected_loss`) first gives column generation alone
-:data:`COLUMN_GENERATION_SHARE` of the budget, and this method the rest when the gap is still open
-(:func:`by_output_then_first_order`); ``method="first-order"`` runs this method alone.
+``"auto"`` (:func:`designer.design.expected_loss.route_expected_loss`) first gives column generation alone a
+share of the budget, and this method the rest when the gap is still open and the block-angular interior-point
+method is not expected to finish in it (:mod:`designer.design.handover`); ``method="first-order"`` runs this
+method alone.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from functools import partial
 
 import numpy as np
 
-from designer.design.loss_decomposition import constraint_pairs, decompose_by_output, start_columns
+from designer.design.loss_decomposition import constraint_pairs, start_columns
 from designer.design.progress import Progress, closes, shifted, while_running
 from designer.design.repair import (
     NEGLIGIBLE_COLUMN,
@@ -59,11 +60,6 @@ from designer.spec import PrivacyMatrix
 #: :func:`designer.design.loss_decomposition.decompose_by_output` returns them.
 Designed = tuple[list[np.ndarray], float, str, list, list]
 
-#: Share of the budget column generation by output gets alone before the first-order method takes the rest.
-#: A 40 x 40 grid closes by columns in 51 s (masters by the dense interior-point method; 148 s before); on a
-#: 1,000-node random geometric graph 200 s of columns left a gap of 60% with a bound that never rose, and 600 s
-#: gave 3.6% with a third of the budget here against 2.4% with the first-order method alone (benchmarks/RESULTS.md).
-COLUMN_GENERATION_SHARE = 1 / 6
 #: Share of the first-order method's budget PDLP gets; column generation centred at its multipliers gets the rest.
 FIRST_ORDER_SHARE = 0.6
 #: PDLP's relative tolerance is the gap divided by this (its residuals are not the certified gap), and
@@ -151,26 +147,6 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
     stopped = "gap" if closes(lower, expected_loss(cost, by_columns.matrix), gap) else by_columns.stopped
     described += (f"{by_columns.rounds} rounds, {by_columns.columns} columns, {by_columns.pricing_lps} pricing LPs")
     return channels, lower, stopped, history + by_columns.history, [described]
-
-
-def by_output_then_first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_seconds: float,
-                               progress: Progress = None) -> Designed:
-    """Column generation by output for :data:`COLUMN_GENERATION_SHARE` of the budget, then :func:`first_order`.
-
-    The first-order method runs only when column generation stopped on its share of the budget. Both bounds
-    are proven, so the larger lower bound stands, and the channels of both are returned, least expected loss
-    first (the first one's is kept when it costs less).
-    """
-    start = time.perf_counter()
-    by_output = decompose_by_output(privacy, cost, gap, COLUMN_GENERATION_SHARE * max_seconds, progress)
-    channels, lower, stopped, history, methods = by_output
-    remaining = max_seconds - (time.perf_counter() - start)
-    if stopped != "time" or remaining <= 0:
-        return by_output
-    more, more_lower, stopped, more_history, more_methods = first_order(
-        privacy, cost, gap, remaining, shifted(progress, time.perf_counter() - start))
-    combined = sorted([*channels, *more], key=partial(expected_loss, cost))
-    return combined, max(lower, more_lower), stopped, history + more_history, methods + more_methods
 
 
 def expected_loss(cost: np.ndarray, channel: np.ndarray) -> float:

@@ -66,7 +66,8 @@ def design_channel(
     method : str
         ``"auto"`` (default) or a route: ``"closed-form"``, ``"enumerate"``, ``"symmetry"``,
         ``"column-generation"``; for the expected loss, one of its methods (``"closed-form"``, ``"direct"``,
-        ``"column-generation"``, ``"first-order"``: :func:`designer.design.expected_loss.design_expected_loss`).
+        ``"column-generation"``, ``"interior-point"``, ``"first-order"``:
+        :func:`designer.design.expected_loss.design_expected_loss`).
     exact : bool
         Exact rational channel and exact certificate (vertex and orbit routes).
     gap, max_seconds, threads, progress

@@ -26,7 +26,7 @@ Routes (``Route.method``) and when ``method="auto"`` takes each, in this order:
 it (:class:`~designer.design.symmetry.SymmetryLostError` when E has no row-constant twin classes),
 ``"column-generation"`` runs it on any E (mutual information, float). For the expected loss ``method``
 names one of :data:`designer.defaults.EXPECTED_LOSS_METHODS` (``"closed-form"``, ``"direct"``,
-``"column-generation"``, ``"first-order"``), passed on to :func:`designer.design.expected_loss.design_expected_loss`.
+``"column-generation"``, ``"interior-point"``, ``"first-order"``), passed on to :func:`designer.design.expected_loss.design_expected_loss`.
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def choose_route(problem: Problem, method: str = "auto") -> Route:
             raise ValueError(f"--method {method} does not design for the expected loss; use one of "
                              f"{', '.join(EXPECTED_LOSS_METHODS)}")
         return Route("expected-loss", "expected loss: the line's closed form, the direct LP, column generation by "
-                     "output or a first-order method (designer.design.expected_loss says which and why)")
+                     "output, an interior-point method by blocks or a first-order method (designer.design.expected_loss "
+                     "says which and why)")
     if method not in ROUTE_METHODS:
         raise ValueError(f"--method {method} designs for the expected loss only (--utility expected-loss)")
     if method in ("auto", "closed-form"):

@@ -1,0 +1,138 @@
+"""The expected-loss LP by an interior-point method that works column by column, for irregular graphs of a few hundred values.
+
+The edge-only LP (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014) is block-angular: each output's column
+is a block constrained to the cone ``C_E``, and only the row sums link the blocks.
+:func:`solvers.block_ipm.block_interior_point` keeps that structure (one band factorisation per column and a
+dense k x k Schur complement per iteration), so its work grows like ``m k^3`` per iteration and its iterations
+slowly (52, 81, 102, 138 on random geometric graphs of 100, 200, 350, 498 nodes). On the 200-node graph it
+proves the optimum to 5e-8 in about 20 s where column generation by output took 241 s and the designer's
+column generation with restricted output LPs 362-466 s; it closes a gap of 1e-6 on the 350-node graph in
+about 95 s, where 180 s of column generation then the first-order method left 0.4%, and on a 498-node graph
+in 327 s (benchmarks/RESULTS.md).
+
+Certificates, as for every method of :mod:`designer.design.expected_loss`: the **lower bound** is the
+Lagrangian bound of the method's pair multipliers (:func:`solvers.ratio_lp.lagrangian_lower_bound`, ratios
+rounded up, outward rounding), the best over its iterates; the **upper bound** the expected loss of an iterate
+repaired onto the cone (:func:`designer.design.repair.repair_into_cone`) that certifies. An iterate is repaired
+once the method's own objective is within the gap of the bound, and the method stops when a certified one
+closes it.
+
+Levels above :data:`MAX_LEVEL` on a constrained pair are refused: the blocks hold the squared ratios
+(``e^60`` beside entries of 1 at level 30), beyond what a double factorisation resolves; so are designs with
+more than :data:`MAX_RATIO_ROWS` ratio rows (memory).
+:func:`estimated_seconds` estimates the method's time from a timed ``dpotri`` at size k, so that ``method="auto"``
+runs it only when it should finish within the budget left.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy.linalg import lapack
+
+from designer.design.first_order import constant_channel, expected_loss
+from designer.design.loss_decomposition import constraint_pairs
+from designer.design.progress import Progress, closes
+from designer.design.repair import certifies, repair_into_cone, within_doubles
+from designer.spec import PrivacyMatrix
+
+#: Largest level of a constrained pair the method takes (the blocks hold ``e^(2 level)``).
+MAX_LEVEL = 30.0
+#: Most ratio rows (pairs times outputs) the method takes: it keeps about ten arrays of that many doubles (the
+#: 1,000-node random geometric graph has 1.06e7 and peaked at 2.6 GB with its band factors).
+MAX_RATIO_ROWS = 20_000_000
+#: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH`` (52, 81, 102 and
+#: 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per output as a multiple of
+#: one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under load; benchmarks/RESULTS.md).
+ITERATIONS_AT_350, ITERATION_GROWTH, SECONDS_PER_INVERSE = 110.0, 0.7, 3.0
+
+
+def steepest_level(privacy: PrivacyMatrix) -> float:
+    """The largest finite level among E's non-redundant pairs (0 when none is finite)."""
+    pairs = privacy.nonredundant_pairs()
+    levels = privacy.epsilon[pairs[:, 0], pairs[:, 1]] if len(pairs) else np.zeros(0)
+    levels = levels[np.isfinite(levels)]
+    return float(levels.max()) if levels.size else 0.0
+
+
+def refusal(privacy: PrivacyMatrix, outputs: int) -> str | None:
+    """Why the method does not take this E with ``outputs`` outputs (:data:`MAX_LEVEL`, :data:`MAX_RATIO_ROWS`),
+    or None."""
+    steepest = steepest_level(privacy)
+    if steepest > MAX_LEVEL:
+        return (f"the interior-point method takes levels up to {MAX_LEVEL:g} on the constrained pairs; this E has "
+                f"{steepest:.6g} (use method 'column-generation')")
+    rows = len(privacy.nonredundant_pairs()) * outputs
+    if rows > MAX_RATIO_ROWS:
+        return (f"the interior-point method takes up to {MAX_RATIO_ROWS:,} ratio rows (pairs x outputs); this design "
+                f"has {rows:,} (use method 'column-generation' or 'first-order')")
+    return None
+
+
+def estimated_seconds(privacy: PrivacyMatrix, outputs: int) -> float:
+    """The method's expected seconds for this E and ``outputs`` outputs (module docstring); ``inf`` when it does not
+    take them (:func:`refusal`)."""
+    if refusal(privacy, outputs) is not None:
+        return math.inf
+    k = privacy.k
+    spd = np.asfortranarray(np.eye(k) * 2.0 + 1.0 / k)
+    elapsed = []
+    for _ in range(3):
+        factor = lapack.dpotrf(spd, lower=1)[0]
+        tick = time.perf_counter()
+        lapack.dpotri(factor, lower=1, overwrite_c=1)
+        elapsed.append(time.perf_counter() - tick)
+    iterations = ITERATIONS_AT_350 * (k / 350.0) ** ITERATION_GROWTH
+    return iterations * outputs * SECONDS_PER_INVERSE * float(np.median(elapsed))
+
+
+def block_interior(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_seconds: float,
+                   progress: Progress = None) -> tuple[list[np.ndarray], float, str, list, list]:
+    """The block-angular interior-point method on the edge-only LP (module docstring).
+
+    Returns ``(channels, lower_bound, stopped, history, methods)`` like
+    :func:`designer.design.loss_decomposition.decompose_by_output`: the best certified repaired iterate (if any),
+    the last iterate and the constant channel of least cost, least expected loss first, the proven lower bound, why it stopped (``"gap"``, ``"time"``, ``"solved"`` when the
+    method converged or stalled with the gap still open), one history entry per repaired iterate, and a
+    one-line description.
+
+    Raises
+    ------
+    ValueError
+        :func:`refusal`: a constrained pair's level above :data:`MAX_LEVEL`, or more ratio rows than
+        :data:`MAX_RATIO_ROWS`.
+    """
+    from solvers.block_ipm import block_interior_point
+
+    start = time.perf_counter()
+    refused = refusal(privacy, cost.shape[1])
+    if refused is not None:
+        raise ValueError(refused)
+    pairs, ratios, bound_ratios = constraint_pairs(privacy)
+    cone = within_doubles(privacy)
+    constant = constant_channel(cost)  # E-LDP for every E: the upper bound until an iterate certifies
+    channel, upper, history = None, expected_loss(cost, constant), []
+
+    def report(matrix: np.ndarray, lower: float, iteration: int) -> bool:
+        nonlocal channel, upper
+        if lower > -math.inf and closes(lower, expected_loss(cost, matrix), gap):
+            repaired = repair_into_cone(cone, matrix)
+            loss = expected_loss(cost, repaired)
+            if loss < upper and certifies(privacy, repaired):
+                channel, upper = repaired, loss
+            history.append({"backend": "block interior point", "iteration": iteration, "upper": upper,
+                            "lower_bound": lower, "seconds": round(time.perf_counter() - start, 3)})
+        if progress is not None:
+            progress(lower, upper, time.perf_counter() - start)
+        return closes(lower, upper, gap)
+
+    result = block_interior_point(cost, pairs, ratios, deadline=start + max_seconds, report=report,
+                                  bound_ratios=bound_ratios)
+    stopped = "gap" if closes(result.lower_bound, upper, gap) else ("time" if result.status == "time" else "solved")
+    described = (f"block interior point: {result.iterations} iterations ({result.status}), {len(pairs) * cost.shape[1]} "
+                 f"ratio rows ({len(pairs)} pair constraints)")
+    channels = sorted(([] if channel is None else [channel]) + [result.matrix, constant],
+                      key=lambda matrix: expected_loss(cost, matrix))
+    return channels, result.lower_bound, stopped, history, [described]
