@@ -48,6 +48,7 @@ from scipy import sparse
 from scipy.linalg import lapack
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from solvers.dense_ipm import step_to_boundary
 from solvers.ratio_lp import lagrangian_lower_bound, pair_matrix
 
 #: Fraction of the step to the boundary taken.
@@ -183,16 +184,14 @@ def block_interior_point(cost, pairs, ratios, deadline: float = math.inf,
             status = "stopped"
             break
         row_residual = 1.0 - point.q.sum(axis=1)
-        if primal - best <= tolerance * max(abs(primal), scale) and np.abs(row_residual).max() <= tolerance:
+        size = max(abs(primal), scale)
+        if primal - best <= tolerance * size and np.abs(row_residual).max() <= tolerance:
             status = "optimal"
-            break
-        if idle >= STALL and point.complementarity() <= CLOSE * max(abs(primal), scale):
+        elif idle >= STALL and point.complementarity() <= CLOSE * size:
             status = "stalled"
-            break
-        if iteration == MAX_ITERATIONS:
-            break
-        if time.perf_counter() > deadline:
+        elif iteration < MAX_ITERATIONS and time.perf_counter() > deadline:
             status = "time"
+        if status != "iterations" or iteration == MAX_ITERATIONS:
             break
         try:
             newton = _Newton(bands, ordered_cost, point, row_residual, factors)
@@ -241,8 +240,8 @@ class _Point:
 
     def steps(self, step: _Point) -> tuple[float, float]:
         """The largest primal and dual step lengths (at most 1) that keep ``q, s`` and ``z, w`` nonnegative."""
-        return (min(_to_boundary(self.q, step.q), _to_boundary(self.s, step.s)),
-                min(_to_boundary(self.z, step.z), _to_boundary(self.w, step.w)))
+        return (min(step_to_boundary(self.q, step.q), step_to_boundary(self.s, step.s)),
+                min(step_to_boundary(self.z, step.z), step_to_boundary(self.w, step.w)))
 
 
 class _Newton:
@@ -343,12 +342,6 @@ def _band_cholesky(band: np.ndarray) -> np.ndarray:
     if info != 0:
         raise np.linalg.LinAlgError(f"dpbtrf: {info}")
     return factor
-
-
-def _to_boundary(values: np.ndarray, step: np.ndarray) -> float:
-    """The largest ``t <= 1`` with ``values + t step >= 0``."""
-    falling = step < 0
-    return min(1.0, float(np.min(-values[falling] / step[falling]))) if falling.any() else 1.0
 
 
 def _centring(products: np.ndarray, target: float) -> np.ndarray:

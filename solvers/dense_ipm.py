@@ -123,12 +123,12 @@ def dense_interior_point(matrix: np.ndarray, rhs: np.ndarray, cost: np.ndarray,
 
         mu = complementarity / n
         affine_w, affine_y, affine_s = direction(-weights * slacks)
-        primal_step, dual_step = _to_boundary(weights, affine_w), _to_boundary(slacks, affine_s)
+        primal_step, dual_step = step_to_boundary(weights, affine_w), step_to_boundary(slacks, affine_s)
         affine_mu = float((weights + primal_step * affine_w) @ (slacks + dual_step * affine_s)) / n
         centring = (affine_mu / mu) ** 3 if mu > 0 else 0.0
         step_w, step_y, step_s = direction(centring * mu - weights * slacks - affine_w * affine_s)
-        primal_step = min(1.0, STEP_FRACTION * _to_boundary(weights, step_w))
-        dual_step = min(1.0, STEP_FRACTION * _to_boundary(slacks, step_s))
+        primal_step = min(1.0, STEP_FRACTION * step_to_boundary(weights, step_w))
+        dual_step = min(1.0, STEP_FRACTION * step_to_boundary(slacks, step_s))
         weights = weights + primal_step * step_w
         duals, slacks = duals + dual_step * step_y, slacks + dual_step * step_s
     dual_objective, duals = best or last
@@ -160,7 +160,7 @@ def _cholesky(normal: np.ndarray):
     raise np.linalg.LinAlgError("normal equations not positive definite")
 
 
-def _to_boundary(values: np.ndarray, step: np.ndarray) -> float:
+def step_to_boundary(values: np.ndarray, step: np.ndarray) -> float:
     """The largest ``t <= 1`` with ``values + t step >= 0``."""
     falling = step < 0
     return min(1.0, float(np.min(-values[falling] / step[falling]))) if falling.any() else 1.0

@@ -131,7 +131,7 @@ def test_the_estimate_is_iterations_times_outputs_times_an_inverse(monkeypatch):
     privacy = PrivacyMatrix.grid_l1((4, 4), 0.5)
     ticks = iter(np.arange(0.0, 1.0, 0.001))
     monkeypatch.setattr(block_interior_module.time, "perf_counter", lambda: float(next(ticks)))
-    expected = 110.0 * (16 / 350) ** 0.7 * 20 * 3.0 * 0.001
+    expected = 110.0 * (16 / 350) ** 0.7 * 20 * 2.8 * 0.001
     assert block_interior_module.estimated_seconds(privacy, 20) == pytest.approx(expected, rel=1e-9)
 
 

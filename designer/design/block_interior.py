@@ -45,8 +45,9 @@ MAX_LEVEL = 30.0
 MAX_RATIO_ROWS = 20_000_000
 #: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH`` (52, 81, 102 and
 #: 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per output as a multiple of
-#: one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under load; benchmarks/RESULTS.md).
-ITERATIONS_AT_350, ITERATION_GROWTH, SECONDS_PER_INVERSE = 110.0, 0.7, 3.0
+#: one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under load; benchmarks/RESULTS.md),
+#: timed ``TIMINGS`` times after a first call (the median).
+ITERATIONS_AT_350, ITERATION_GROWTH, SECONDS_PER_INVERSE, TIMINGS = 110.0, 0.7, 2.8, 5
 
 
 def steepest_level(privacy: PrivacyMatrix) -> float:
@@ -77,12 +78,13 @@ def estimated_seconds(privacy: PrivacyMatrix, outputs: int) -> float:
     if refusal(privacy, outputs) is not None:
         return math.inf
     k = privacy.k
-    spd = np.asfortranarray(np.eye(k) * 2.0 + 1.0 / k)
+    factor = lapack.dpotrf(np.asfortranarray(np.eye(k) * 2.0 + 1.0 / k), lower=1)[0]
+    lapack.dpotri(factor.copy(order="F"), lower=1, overwrite_c=1)  # a first call wakes the BLAS threads
     elapsed = []
-    for _ in range(3):
-        factor = lapack.dpotrf(spd, lower=1)[0]
+    for _ in range(TIMINGS):
+        inverted = factor.copy(order="F")
         tick = time.perf_counter()
-        lapack.dpotri(factor, lower=1, overwrite_c=1)
+        lapack.dpotri(inverted, lower=1, overwrite_c=1)
         elapsed.append(time.perf_counter() - tick)
     iterations = ITERATIONS_AT_350 * (k / 350.0) ** ITERATION_GROWTH
     return iterations * outputs * SECONDS_PER_INVERSE * float(np.median(elapsed))
