@@ -1,10 +1,10 @@
-"""The expected-loss LP by an interior-point method that works column by column, for irregular graphs of a few hundred values.
+"""The expected-loss LP by an interior-point method that keeps its blocks, for irregular graphs of a few hundred values.
 
 The edge-only LP (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014) is block-angular: each output's column
 is a block constrained to the cone ``C_E``, and only the row sums link the blocks.
 :func:`solvers.block_ipm.block_interior_point` keeps that structure (one band factorisation per column and a
 dense k x k Schur complement per iteration), so its work grows like ``m k^3`` per iteration and its iterations
-slowly (52, 81, 102, 138 on random geometric graphs of 100, 200, 350, 498 nodes). On the 200-node graph it
+slowly (52, 81, 99-106, 138 on random geometric graphs of 100, 200, 350, 498 nodes). On the 200-node graph it
 proves the optimum to 5e-8 in about 20 s where column generation by output took 241 s and the designer's
 column generation with restricted output LPs 362-466 s; it closes a gap of 1e-6 on the 350-node graph in
 about 95 s, where 180 s of column generation then the first-order method left 0.4%, and on a 498-node graph
@@ -41,12 +41,12 @@ from designer.spec import PrivacyMatrix
 #: Largest level of a constrained pair the method takes (the blocks hold ``e^(2 level)``).
 MAX_LEVEL = 30.0
 #: Most ratio rows (pairs times outputs) the method takes: it keeps about ten arrays of that many doubles (the
-#: 1,000-node random geometric graph has 1.06e7 and peaked at 2.6 GB with its band factors).
+#: 1,000-node random geometric graph has 1.06e7 and held 2.5 GB with its band factors after three iterations).
 MAX_RATIO_ROWS = 20_000_000
-#: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH`` (52, 81, 102 and
-#: 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per output as a multiple of
-#: one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under load; benchmarks/RESULTS.md),
-#: timed ``TIMINGS`` times after a first call (the median).
+#: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH``
+#: (52, 81, 99-106 and 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per
+#: output as a multiple of one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under
+#: load; benchmarks/RESULTS.md), timed ``TIMINGS`` times after a first call (the median).
 ITERATIONS_AT_350, ITERATION_GROWTH, SECONDS_PER_INVERSE, TIMINGS = 110.0, 0.7, 2.8, 5
 
 
@@ -96,9 +96,9 @@ def block_interior(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_sec
 
     Returns ``(channels, lower_bound, stopped, history, methods)`` like
     :func:`designer.design.loss_decomposition.decompose_by_output`: the best certified repaired iterate (if any),
-    the last iterate and the constant channel of least cost, least expected loss first, the proven lower bound, why it stopped (``"gap"``, ``"time"``, ``"solved"`` when the
-    method converged or stalled with the gap still open), one history entry per repaired iterate, and a
-    one-line description.
+    the last iterate and the constant channel of least cost, least expected loss first; the proven lower bound;
+    why it stopped (``"gap"``, ``"time"``, ``"solved"`` when the method converged or stalled with the gap still
+    open); one history entry per repaired iterate; a one-line description.
 
     Raises
     ------
@@ -133,8 +133,8 @@ def block_interior(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_sec
     result = block_interior_point(cost, pairs, ratios, deadline=start + max_seconds, report=report,
                                   bound_ratios=bound_ratios)
     stopped = "gap" if closes(result.lower_bound, upper, gap) else ("time" if result.status == "time" else "solved")
-    described = (f"block interior point: {result.iterations} iterations ({result.status}), {len(pairs) * cost.shape[1]} "
-                 f"ratio rows ({len(pairs)} pair constraints)")
+    described = (f"block interior point: {result.iterations} iterations ({result.status}), "
+                 f"{len(pairs) * cost.shape[1]} ratio rows ({len(pairs)} pair constraints)")
     channels = sorted(([] if channel is None else [channel]) + [result.matrix, constant],
                       key=lambda matrix: expected_loss(cost, matrix))
     return channels, result.lower_bound, stopped, history, [described]
