@@ -25,7 +25,8 @@ so each ``H_y`` is a band matrix (bandwidth 79 on the 1,000-node graph) factored
 inverse, ``dpotri`` on the dense factor, is added to the Schur complement, a dense k x k matrix factored once
 per iteration. Every further solve (predictor, corrector, centrality correctors, one refinement step of the
 row-sum equations) costs two band triangular solves per column. The work per iteration is about
-``m k^3`` flops, the inverses': 0.5 s at k = m = 350 and about 25 s at k = m = 1,000 (two cores, OpenBLAS).
+``m k^3`` flops, the inverses' (one ``dpotri`` takes 0.9 ms at k = 350 and 10.6 ms at k = 1,000 on two cores,
+OpenBLAS): an iteration took 0.87 s at k = m = 350 and 38-75 s at k = m = 1,000 under load.
 
 What it returns is what a certificate needs: the pair multipliers ``z`` of the highest Lagrangian lower bound
 (:func:`solvers.ratio_lp.lagrangian_lower_bound`, proven for any ``z >= 0``; evaluated at every iterate, a product
