@@ -134,6 +134,10 @@ def test_only_constrained_levels_beyond_the_doubles_are_refused():
     truncated = within_doubles(far)
     assert truncated is not far and truncated.epsilon.max() == TRUNCATION_LEVEL
     assert truncated.epsilon[0, 1] == 1.0 and within_doubles(line(10, 1.0)).epsilon[0, 9] == 9.0
+    # min(|i - j|, 600) exactly, computed once per E and its own closure (no second O(k^3) closure)
+    distance = np.abs(np.arange(800)[:, None] - np.arange(800)[None, :]).astype(float)
+    assert np.array_equal(truncated.epsilon, np.minimum(distance, TRUNCATION_LEVEL))
+    assert within_doubles(far) is truncated and truncated.closure() is truncated
     with pytest.raises(ValueError, match="E row 0, column 1: level 745 is beyond the double range"):
         check_design_levels(PrivacyMatrix.block([3, 3], 745.0), nonredundant_only=True)
 

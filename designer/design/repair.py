@@ -59,7 +59,7 @@ def within_doubles(privacy: PrivacyMatrix) -> PrivacyMatrix:
     E*, so every channel it admits is E-LDP; its cone holds each column of E's cone raised to at least
     ``e^-TRUNCATION_LEVEL`` times its largest entry, which moves the expected loss by at most that share of
     the largest loss. Designs repair into it (:func:`repair_into_cone`) and are
-    certified against E.
+    certified against E. The truncation is :meth:`PrivacyMatrix.truncated_closure`, computed once per E.
     """
     values = privacy.epsilon
     if np.all(np.isfinite(values)) and values.max() <= MAX_FLOAT_DESIGN_LEVEL:
@@ -67,23 +67,7 @@ def within_doubles(privacy: PrivacyMatrix) -> PrivacyMatrix:
     closure = privacy.closure().epsilon
     if not np.any(np.isfinite(closure) & (closure > MAX_FLOAT_DESIGN_LEVEL)):
         return privacy
-    return PrivacyMatrix(truncated_closure(privacy), privacy.labels,
-                         f"{privacy.name}, truncated at level {TRUNCATION_LEVEL:g}")
-
-
-def truncated_closure(privacy: PrivacyMatrix) -> np.ndarray:
-    """The closure's levels capped at :data:`TRUNCATION_LEVEL`: ``min(E*, TRUNCATION_LEVEL)``, entrywise.
-
-    A metric below E* (``min(d, c)`` keeps the triangle inequality), so its cone lies in E's; every column of
-    that cone spans at most ``e^TRUNCATION_LEVEL``, normal doubles throughout. :func:`within_doubles` returns it
-    only when E reaches beyond the doubles; callers that want the truncation at any E call this directly.
-
-    Returns
-    -------
-    ndarray, shape (k, k)
-        The truncated closure's levels (``inf`` entries become :data:`TRUNCATION_LEVEL`).
-    """
-    return np.minimum(privacy.closure().epsilon, TRUNCATION_LEVEL)
+    return privacy.truncated_closure(TRUNCATION_LEVEL)
 
 
 def check_design_levels(privacy: PrivacyMatrix, exact: bool = False, nonredundant_only: bool = False) -> None:

@@ -81,7 +81,6 @@ from designer.design.repair import (
     merge_proportional_columns,
     raise_into_cone,
     repair_into_cone,
-    truncated_closure,
     within_doubles,
 )
 from designer.spec import PrivacyMatrix
@@ -353,7 +352,7 @@ def closure_column_generation(privacy: PrivacyMatrix, prior: np.ndarray, columns
     every column (the given ones first), each a point of the cone.
     """
     rng = np.random.default_rng(seed)
-    closure = truncated_closure(privacy)  # a truncated metric at any E: its cone lies in E's (floored)
+    closure = privacy.truncated_closure(TRUNCATION_LEVEL).epsilon  # a metric below E*, at any E (floored columns)
     values = column_information(prior, columns.T)
     while time.perf_counter() < deadline:
         master = solve_vertex_lp(columns, values, np.ones(privacy.k))
