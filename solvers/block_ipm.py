@@ -67,7 +67,8 @@ MAX_ITERATIONS = 300
 #: Iterations in a row without a higher Lagrangian bound that end the method once its total complementarity is
 #: within :data:`CLOSE` of the objective: past that point the Newton systems' rounding only moves the duals about.
 STALL, CLOSE = 5, 1e-8
-#: Diagonal shifts (relative to a block's largest diagonal entry) tried when a block's factorisation fails.
+#: Diagonal shifts (relative to the largest diagonal entry) tried when a block's or the Schur complement's
+#: factorisation fails.
 REGULARISATIONS = (1e-14, 1e-11, 1e-8)
 #: Columns whose blocks are assembled at once (the band entries of that many columns in one sparse product).
 ASSEMBLY_CHUNK = 50
@@ -312,8 +313,9 @@ class _Newton:
 
 def _factor_blocks(bands: _Bands, weights: np.ndarray, factors: np.ndarray) -> tuple:
     """Factor every column's ``H_y`` into ``factors`` and return the Schur complement's Cholesky factor
-    (``scipy.linalg.cho_factor``). Raises ``numpy.linalg.LinAlgError`` when a block stays indefinite after every
-    regularisation, or the Schur complement is."""
+    (``scipy.linalg.cho_factor``), its diagonal shifted by :data:`REGULARISATIONS` when it is numerically
+    indefinite (near convergence on E with zero levels). Raises ``numpy.linalg.LinAlgError`` when a block or the
+    Schur complement stays indefinite after every regularisation."""
     width, k = factors.shape[1] - 1, factors.shape[2]
     schur = np.zeros((k, k), order="F")
     dense = np.zeros((k, k), order="F")
@@ -328,7 +330,13 @@ def _factor_blocks(bands: _Bands, weights: np.ndarray, factors: np.ndarray) -> t
             if info != 0:
                 raise np.linalg.LinAlgError(f"dpotri: {info}")
             schur += inverse  # lower triangles only
-    return scipy.linalg.cho_factor(np.tril(schur) + np.tril(schur, -1).T, lower=True)
+    schur = np.tril(schur) + np.tril(schur, -1).T
+    for shift in (0.0, *REGULARISATIONS):
+        try:
+            return scipy.linalg.cho_factor(schur + shift * np.diag(schur).max() * np.eye(k), lower=True)
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("the Schur complement stayed indefinite after every regularisation")
 
 
 def _band_cholesky(band: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ import designer.design.first_order as first_order_module
 import designer.design.handover as handover_module
 from designer.design.expected_loss import design_expected_loss
 from designer.design.loss_decomposition import constraint_pairs
+from designer.spec import PrivacyMatrix
 from solvers.first_order import FirstOrderRatioLP
 from solvers.linear import LinearProgramError, solve_ratio_bounded_stochastic_lp
 from solvers.ratio_lp import column_generation_by_output, lagrangian_lower_bound
@@ -247,3 +248,15 @@ def test_a_master_that_cannot_answer_in_the_budget_leaves_a_certified_channel(mo
     assert result.certified and result.stopped == "time" and "within the time budget" in result.methods[0]
     assert result.history[0]["backend"] == "pdlp"
     assert optimum * (1 - 1e-4) <= result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12
+
+
+def test_the_constant_channel_is_returned_when_it_closes_the_gap():
+    """E = 0 forces equal rows: the best constant channel is optimal, PDLP's bound meets its loss before any iterate
+    certifies, and that channel (the upper bound so far) is the design (it was dropped, and the design failed)."""
+    rng = np.random.default_rng(6)
+    loss = rng.uniform(0.0, 1.0, (5, 4))
+    prior = rng.dirichlet(np.ones(5))
+    result = design_expected_loss(PrivacyMatrix(np.zeros((5, 5))), loss, prior, method="first-order", max_seconds=30)
+    best_constant = float((prior[:, None] * loss).sum(axis=0).min())
+    assert result.certified and result.upper_bound == pytest.approx(best_constant, rel=1e-12)
+    assert result.lower_bound <= best_constant + 1e-15 and result.gap <= 1e-6

@@ -17,7 +17,7 @@ import scipy.optimize
 import designer.design.expected_loss as expected_loss_module
 from designer.certify import certify
 from designer.channel import Channel
-from designer.design.expected_loss import design_expected_loss, route_expected_loss
+from designer.design.expected_loss import design_expected_loss, route_expected_loss, unconstrained_lower_bound
 from designer.design.geometric import line_order, optimal_remap, truncated_geometric
 from designer.design.metric_compare import compare_expected_loss, exponential_mechanism
 from designer.spec import PrivacyMatrix
@@ -585,3 +585,21 @@ def test_rounds_price_at_a_stability_centre_whose_bound_is_kept():
     assert smoothed.history[1]["lower_bound"] >= k * min(rho) * (1 - 1e-9) > 0 > smoothed.history[0]["lower_bound"]
     assert smoothed.lower_bound <= optimum <= smoothed.objective + 1e-12
     assert smoothed.objective == pytest.approx(optimum, rel=1e-7)
+
+
+@pytest.mark.parametrize("method", ["direct", "column-generation", "interior-point"])
+def test_an_optimum_of_zero_has_a_zero_gap(method):
+    """An output of no loss for every input makes the optimum 0 (report it always). The LP bounds' outward rounding
+    stays below 0 (-5e-324 to -3e-14), which left an infinite relative gap; every input's cheapest output bounds it
+    at 0 exactly (``unconstrained_lower_bound``)."""
+    privacy, distance, prior, edges = grid_problem((3, 3), 0.5, 2)
+    loss = distance.copy()
+    loss[:, 4] = 0.0
+    assert lp_optimum(prior[:, None] * loss, edges) == pytest.approx(0.0, abs=1e-12)
+    with_zero = design_expected_loss(privacy, loss, prior, method=method)
+    assert with_zero.certified and with_zero.upper_bound == 0.0 and with_zero.lower_bound == 0.0
+    assert with_zero.gap == 0.0 and with_zero.bound.startswith("every input's cheapest output")
+    # with a loss on every output the LP bound is the higher one, and the bound says so
+    positive = design_expected_loss(privacy, distance + 1.0, prior, method=method)
+    assert positive.bound.startswith("LP duality") and positive.lower_bound > float(np.sum(prior))
+    assert unconstrained_lower_bound(prior[:, None] * (distance + 1.0)) == pytest.approx(float(np.sum(prior)))

@@ -191,6 +191,8 @@ def design_expected_loss(
 
             solved = decompose_by_output(privacy, cost, gap, remaining, progress)
         candidates, lower, stopped, history, methods = solved
+        unconstrained = unconstrained_lower_bound(cost)  # above the LP bound at an optimum of 0 (LP: -1e-14)
+        lower, unconstrained_bound = max(lower, unconstrained), unconstrained >= lower
         timings["repair"] = 0.0
         refused = []  # the repaired candidates that did not certify
         for matrix in candidates:  # least objective first; the first whose repair certifies is kept
@@ -206,7 +208,8 @@ def design_expected_loss(
             if mixtures:
                 channel = Channel(min(mixtures, key=lambda mixed: float(np.sum(cost * mixed))))
                 certificate = _certified(channel, privacy, timings)
-        bound = "LP duality (the solver's multipliers, outward rounding)"
+        bound = ("every input's cheapest output (no channel does better)" if unconstrained_bound
+                 else "LP duality (the solver's multipliers, outward rounding)")
     objective = float(np.sum(prior[:, None] * loss * channel.matrix))
     return ExpectedLossDesign(
         channel=channel,
@@ -229,6 +232,18 @@ def design_expected_loss(
         stopped=stopped,
         history=history,
     )
+
+
+def unconstrained_lower_bound(cost: np.ndarray) -> float:
+    """``sum_x min_y cost[x, y]`` rounded down: no channel, E-LDP or not, has a lower expected loss (each row is a
+    probability vector). It is the bound when the optimum is 0 (an output of no loss for every input), where the
+    LP bounds' outward rounding leaves -1e-14 and the relative gap would be infinite.
+
+    ``math.fsum`` rounds the exact sum once, so one step down bounds it; an exact sum of doubles that rounds to 0
+    is 0.
+    """
+    total = math.fsum(np.asarray(cost, dtype=float).min(axis=1))
+    return total if total == 0.0 else math.nextafter(total, -math.inf)
 
 
 def route_expected_loss(privacy: PrivacyMatrix, loss: np.ndarray, method: str = "auto",
@@ -297,7 +312,8 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
         cone = within_doubles(privacy)  # as the candidates' repair
         seed = repair_into_cone(cone, solution.matrix)
         upper = float(np.sum(cost * seed))
-        lower = lagrangian_lower_bound(cost, pairs, bound_ratios, solution.pair_duals)
+        lower = max(lagrangian_lower_bound(cost, pairs, bound_ratios, solution.pair_duals),
+                    unconstrained_lower_bound(cost))
         history.append({"backend": name, "status": solution.status, "upper": upper, "lower_bound": lower,
                         "seconds": round(time.perf_counter() - start, 3)})
         notes.append(f"direct LP, {solution.n_constraints} ratio constraints ({constraints}, {name}, {solution.status})")
@@ -309,7 +325,8 @@ def _direct(privacy, cost, constraints, backend, gap, max_seconds, progress, sta
             return [seed], lower, "solved", history, notes
         if time.perf_counter() - start > max_seconds:
             return [seed], lower, "time", history, notes
-        notes.append(f"gap {(upper - lower) / abs(upper):.1e} above {gap:g}: refined by column generation by output")
+        width = (upper - lower) / abs(upper) if upper else math.inf
+        notes.append(f"gap {width:.1e} above {gap:g}: refined by column generation by output")
     candidates, refined, stopped, more_history, more_notes = decompose_by_output(
         privacy, cost, gap, max_seconds - (time.perf_counter() - start), progress, seed)
     return candidates, max(lower, refined), stopped, history + more_history, notes + more_notes

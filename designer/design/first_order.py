@@ -122,7 +122,7 @@ def first_order(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_second
         solver.tighten(tolerance)
     runs, iterations = solver.chunks, solver.iterations
     del solver  # the LP's 2.2e7 non-zeros at k = 1,000, before the master's columns
-    channels = [] if channel is None else [channel]
+    channels = [constant] if channel is None else [channel]  # the constant channel is the upper bound until then
     described = (f"first-order LP (HiGHS PDLP): {runs} runs, {iterations} iterations, {len(pairs) * m} ratio rows "
                  f"({len(pairs)} pair constraints){failure}")
     if closes(lower, upper, gap):  # a certified iterate closed the gap
