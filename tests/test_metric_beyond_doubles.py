@@ -140,6 +140,11 @@ def test_only_constrained_levels_beyond_the_doubles_are_refused():
     assert within_doubles(far) is truncated and truncated.closure() is truncated
     with pytest.raises(ValueError, match="E row 0, column 1: level 745 is beyond the double range"):
         check_design_levels(PrivacyMatrix.block([3, 3], 745.0), nonredundant_only=True)
+    # a level implied by a shorter path of zero levels (no triangle of positive legs): accepted, as
+    # nonredundant_pairs drops it (it was refused: the two disagreed)
+    through_zeros = PrivacyMatrix(np.array([[0.0, 0.0, 800.0], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0]]))
+    assert [0, 2] not in through_zeros.nonredundant_pairs().tolist()
+    check_design_levels(through_zeros, nonredundant_only=True)
 
 
 class ScriptedHighs:

@@ -103,10 +103,11 @@ def check_design_levels(privacy: PrivacyMatrix, exact: bool = False, nonredundan
 
 
 def _implied(privacy: PrivacyMatrix, pairs: np.ndarray) -> np.ndarray:
-    """For each pair (x, x'), whether a symbol z with ``E*[x, z] > 0``, ``E*[z, x'] > 0`` and
-    ``E*[x, z] + E*[z, x'] <= E[x, x']`` implies its constraint (the triangle test of
-    :meth:`designer.spec.PrivacyMatrix.nonredundant_pairs`, here without its relative slack, whose
-    product overflows at levels near the largest double); 4,096 pairs at a time."""
+    """For each pair (x, x'), whether other pairs imply its constraint, by the two tests of
+    :meth:`designer.spec.PrivacyMatrix.nonredundant_pairs` (here without their relative slack, whose
+    product overflows at levels near the largest double): a shorter path (``E*[x, x'] < E[x, x']``, through
+    zero levels too), or a symbol z with ``E*[x, z] > 0``, ``E*[z, x'] > 0`` and
+    ``E*[x, z] + E*[z, x'] <= E[x, x']``; 4,096 pairs at a time."""
     with np.errstate(over="ignore"):  # a path beyond the doubles closes to inf: it implies nothing here
         closure = privacy.closure().epsilon
     positive = np.where(closure > 0, closure, np.inf)
@@ -116,7 +117,8 @@ def _implied(privacy: PrivacyMatrix, pairs: np.ndarray) -> np.ndarray:
         rows, columns = pairs[begin:begin + IMPLIED_CHUNK].T
         with np.errstate(over="ignore"):  # a sum beyond the doubles is inf: no shorter path there
             legs = (positive[rows] + positive[:, columns].T).min(axis=1)
-        implied[begin:begin + IMPLIED_CHUNK] = legs <= privacy.epsilon[rows, columns]
+        levels = privacy.epsilon[rows, columns]
+        implied[begin:begin + IMPLIED_CHUNK] = (legs <= levels) | (closure[rows, columns] < levels)
     return implied
 
 
