@@ -79,6 +79,7 @@ class PrivacyMatrix:
         self._lazy = exact_epsilon is not None
         self._closure: PrivacyMatrix | None = None
         self._truncations: dict[float, PrivacyMatrix] = {}
+        self._nonredundant: np.ndarray | None = None
         k = values.shape[0]
         self.labels: tuple[str, ...] = tuple(str(label) for label in labels) if labels is not None else tuple(
             str(i) for i in range(k)
@@ -322,7 +323,11 @@ class PrivacyMatrix:
         Returns
         -------
         ndarray of int, shape (n_pairs, 2)
+            Read-only, computed once (an O(k^3) min-plus product: about 5 s at k = 1,600, and a design asks for
+            the pairs from several places).
         """
+        if self._nonredundant is not None:
+            return self._nonredundant
         values = self._epsilon
         closed = self.closure().epsilon  # cached: design needs the closure too (O(k^3) each)
         positive = np.where(closed > 0, closed, np.inf)
@@ -333,7 +338,9 @@ class PrivacyMatrix:
         tight = values <= closed + slack
         implied = via <= values + slack
         keep = finite & tight & ~implied
-        return np.argwhere(keep)
+        self._nonredundant = np.argwhere(keep)
+        self._nonredundant.setflags(write=False)
+        return self._nonredundant
 
     def components(self) -> list[np.ndarray]:
         """Independent components of the constraint graph.

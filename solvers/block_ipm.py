@@ -98,7 +98,6 @@ class _Bands:
     """The pair graph numbered by reverse Cuthill-McKee, and the maps from pair weights to band storage."""
 
     order: np.ndarray      # order[i]: the original row of band row i
-    rank: np.ndarray       # rank[x]: the band row of original row x
     matrix: sparse.csr_matrix   # A, its columns (the inputs) in band order
     transposed: sparse.csr_matrix
     assembly: sparse.csr_matrix  # (bandwidth + 1) k x (n + k): band entries from [z / s; w / q] of a column
@@ -118,7 +117,7 @@ def _bands(k: int, pairs: np.ndarray, ratios: np.ndarray) -> _Bands:
     n = len(pairs)
     graph = sparse.csr_matrix((np.ones(n), (pairs[:, 0], pairs[:, 1])), shape=(k, k))
     order = reverse_cuthill_mckee((graph + graph.T).tocsr(), symmetric_mode=True).astype(np.int64)
-    rank = np.empty(k, dtype=np.int64)
+    rank = np.empty(k, dtype=np.int64)  # rank[x]: the band row of original row x
     rank[order] = np.arange(k)
     ranked = rank[pairs]
     width = int(np.abs(ranked[:, 0] - ranked[:, 1]).max()) if n else 0
@@ -130,8 +129,7 @@ def _bands(k: int, pairs: np.ndarray, ratios: np.ndarray) -> _Bands:
     assembly = sparse.csr_matrix((values, (rows, columns)), shape=((width + 1) * k, n + k))
     offsets, starts = np.nonzero(np.arange(width + 1)[:, None] + np.arange(k)[None, :] < k)
     matrix = pair_matrix(k, ranked, ratios)
-    return _Bands(order, rank, matrix, matrix.T.tocsr(), assembly, width, starts + offsets, starts,
-                  offsets * k + starts)
+    return _Bands(order, matrix, matrix.T.tocsr(), assembly, width, starts + offsets, starts, offsets * k + starts)
 
 
 def block_interior_point(cost, pairs, ratios, deadline: float = math.inf,
@@ -255,10 +253,9 @@ class _Newton:
     def __init__(self, bands: _Bands, cost: np.ndarray, point: _Point, row_residual: np.ndarray,
                  factors: np.ndarray):
         self.bands, self.point, self.factors = bands, point, factors
-        self.transposed = bands.transposed
         self.row_residual = row_residual
         self.pair_residual = point.s - bands.matrix @ point.q
-        self.dual_residual = cost - self.transposed @ point.z - point.lam[:, None] - point.w
+        self.dual_residual = cost - bands.transposed @ point.z - point.lam[:, None] - point.w
         self.pair_weights = point.z / point.s
         self.schur = _factor_blocks(bands, np.vstack([self.pair_weights, point.w / point.q]), factors)
 
@@ -273,7 +270,7 @@ class _Newton:
         """The Newton step whose complementarity rows are ``S dz + Z ds = pair_target`` and
         ``Q dw + W dq = bound_target``, every residual of the iterate carried; the row-sum equations refined once."""
         point, m = self.point, self.point.q.shape[1]
-        gradient = (self.transposed @ (pair_target / point.s + self.pair_weights * self.pair_residual)
+        gradient = (self.bands.transposed @ (pair_target / point.s + self.pair_weights * self.pair_residual)
                     + bound_target / point.q - self.dual_residual)
         step_lam = scipy.linalg.cho_solve(self.schur, self.row_residual - self.solve_blocks(gradient).sum(axis=1))
         step_q = self.solve_blocks(gradient + step_lam[:, None])
@@ -322,7 +319,8 @@ def _factor_blocks(bands: _Bands, weights: np.ndarray, factors: np.ndarray) -> t
     for first in range(0, factors.shape[0], ASSEMBLY_CHUNK):
         band_chunk = (bands.assembly @ weights[:, first:first + ASSEMBLY_CHUNK]).reshape(width + 1, k, -1)
         for offset in range(band_chunk.shape[2]):
-            factor = _band_cholesky(np.ascontiguousarray(band_chunk[:, :, offset]))
+            band = np.ascontiguousarray(band_chunk[:, :, offset])
+            factor = _regularised(lambda shift: _band_factor(band, shift), band[0].max(), "a block")
             factors[first + offset] = factor
             dense[:] = 0.0
             dense[bands.dense_rows, bands.dense_columns] = factor.ravel()[bands.band_entries]
@@ -331,26 +329,36 @@ def _factor_blocks(bands: _Bands, weights: np.ndarray, factors: np.ndarray) -> t
                 raise np.linalg.LinAlgError(f"dpotri: {info}")
             schur += inverse  # lower triangles only
     schur = np.tril(schur) + np.tril(schur, -1).T
+    return _regularised(lambda shift: _dense_factor(schur, shift), float(np.diag(schur).max()),
+                        "the Schur complement")
+
+
+def _regularised(factor: Callable[[float], object | None], largest: float, what: str):
+    """``factor(0)``, else ``factor(shift * largest)`` for each shift of :data:`REGULARISATIONS` (``largest``: the
+    matrix's largest diagonal entry), the first that is not None; ``numpy.linalg.LinAlgError`` naming ``what``
+    when none is."""
     for shift in (0.0, *REGULARISATIONS):
-        try:
-            return scipy.linalg.cho_factor(schur + shift * np.diag(schur).max() * np.eye(k), lower=True)
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError("the Schur complement stayed indefinite after every regularisation")
+        found = factor(shift * largest)
+        if found is not None:
+            return found
+    raise np.linalg.LinAlgError(f"{what} stayed indefinite after every regularisation")
 
 
-def _band_cholesky(band: np.ndarray) -> np.ndarray:
-    """LAPACK ``dpbtrf`` of a lower band matrix, its diagonal shifted by :data:`REGULARISATIONS` when it fails."""
+def _band_factor(band: np.ndarray, shift: float) -> np.ndarray | None:
+    """LAPACK ``dpbtrf`` of a lower band matrix with ``shift`` added to its diagonal, None when it is indefinite."""
+    if shift:
+        band = band.copy()
+        band[0] += shift
     factor, info = lapack.dpbtrf(band, lower=1)
-    for shift in REGULARISATIONS:
-        if info == 0:
-            return factor
-        shifted = band.copy()
-        shifted[0] += shift * band[0].max()
-        factor, info = lapack.dpbtrf(shifted, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dpbtrf: {info}")
-    return factor
+    return factor if info == 0 else None
+
+
+def _dense_factor(matrix: np.ndarray, shift: float) -> tuple | None:
+    """``scipy.linalg.cho_factor`` of ``matrix`` with ``shift`` added to its diagonal, None when it is indefinite."""
+    try:
+        return scipy.linalg.cho_factor(matrix + shift * np.eye(len(matrix)), lower=True)
+    except np.linalg.LinAlgError:
+        return None
 
 
 def _centring(products: np.ndarray, target: float) -> np.ndarray:

@@ -111,6 +111,8 @@ def test_nonredundant_pairs_are_minimal_without_zero_levels():
 def test_nonredundant_pairs_of_graph_metrics_are_its_edges():
     grid = PrivacyMatrix.grid_l1((4, 5), epsilon=0.3)
     pairs = {tuple(p) for p in grid.nonredundant_pairs().tolist()}
+    # computed once (an O(k^3) product), and read-only so that no caller edits the cached array
+    assert grid.nonredundant_pairs() is grid.nonredundant_pairs() and not grid.nonredundant_pairs().flags.writeable
     graph = nx.grid_2d_graph(4, 5)
     cells = list(np.ndindex(4, 5))
     edges = {(cells.index(a), cells.index(b)) for a, b in graph.edges} | {(cells.index(b), cells.index(a)) for a, b in graph.edges}
