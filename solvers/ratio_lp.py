@@ -67,7 +67,8 @@ from scipy import sparse
 from solvers.column_generation import slice_model
 from solvers.dense_ipm import dense_interior_point
 from solvers.highs_retry import run_until
-from solvers.linear import LinearProgramError, cost_scale, solve_ratio_bounded_stochastic_lp_by_either
+from solvers.linear import (LinearProgramError, StochasticLPResult, cost_scale,
+                            solve_ratio_bounded_stochastic_lp_by_either)
 from solvers.quiet import silent_highs
 
 #: Least-squares weights of the master's support below ``-POLISH_NEGATIVE`` times the largest are a real change of
@@ -587,20 +588,24 @@ def restricted_output_lp(
     max_seconds: float = 600.0,
     progress: Callable[[float, float, float], None] | None = None,
     bound_ratios=None,
+    solve: Callable[[np.ndarray, np.ndarray, np.ndarray, float], StochasticLPResult | None] | None = None,
 ) -> OutputColumnGeneration:
     """The LP over a restricted set of outputs, grown by reduced cost (module docstring's pricing LP).
 
-    The direct LP (:func:`solvers.linear.solve_ratio_bounded_stochastic_lp`, every column of the set
-    with all its pair constraints) is solved over the outputs in the set; its row duals price every
-    other output; outputs with a negative ``rho_y`` join the set. The bound combines the LP's pair
-    multipliers (outputs in the set) with the pricing LPs' (the others). Efficient when the optimum uses
-    few outputs (a small epsilon: on an 8 x 8 grid at epsilon 0.1 it uses 4 of 64), where column generation
-    by output needs one round per vertex of an output's column. ``lower_bound`` is a bound already proven.
+    The LP over the outputs in the set (every column of the set with all its pair constraints) is solved by
+    ``solve(cost, pairs, ratios, seconds)``, which returns a :class:`solvers.linear.StochasticLPResult` or None
+    when ``seconds`` ran out (default: the direct LP, :func:`solvers.linear.solve_ratio_bounded_stochastic_lp`,
+    by Clarabel then HiGHS); its row duals price every other output; outputs with a negative ``rho_y`` join the
+    set. The bound combines the LP's pair multipliers (outputs in the set) with the pricing LPs' (the others).
+    Efficient when the optimum uses few outputs (a small epsilon: on an 8 x 8 grid at epsilon 0.1 it uses 4 of
+    64), where column generation by output needs one round per vertex of an output's column. ``lower_bound`` is a
+    bound already proven.
     """
     start = time.perf_counter()
     cost = np.asarray(cost, dtype=float)
     k, m = cost.shape
     bound_ratios = ratios if bound_ratios is None else bound_ratios
+    solve = solve_outputs_directly if solve is None else solve
     pricing = _Pricing(k, pairs, ratios)
     scale = cost_scale(cost)  # as in column_generation_by_output
     pair_duals = np.zeros((len(ratios), m))
@@ -609,9 +614,8 @@ def restricted_output_lp(
     lower, rounds, lps, history, stopped = lower_bound, 0, 0, [], "time"
     solution, objective = None, math.inf
     while True:
-        # Clarabel, else HiGHS, within what is left of the budget; a solve stopped by it leaves the previous answer
-        solved_set, _, _ = solve_ratio_bounded_stochastic_lp_by_either(
-            cost[:, chosen], pairs, ratios, seconds=max_seconds - (time.perf_counter() - start))
+        # within what is left of the budget; a solve stopped by it leaves the previous answer
+        solved_set = solve(cost[:, chosen], pairs, ratios, max_seconds - (time.perf_counter() - start))
         if solved_set is None:
             stopped = "time" if time.perf_counter() - start > max_seconds else "failed"
             break
@@ -631,7 +635,8 @@ def restricted_output_lp(
                 if solved[0] < threshold:
                     joining.append(y)
         lower = max(lower, lagrangian_lower_bound(cost, pairs, bound_ratios, pair_duals))
-        if _closed(history, progress, start, lower, objective, gap_tolerance, outputs=int(chosen.size)):
+        if _closed(history, progress, start, lower, objective, gap_tolerance, outputs=int(chosen.size),
+                   solver=solution.status):
             stopped = "gap"
             break
         if time.perf_counter() - start > max_seconds:
@@ -648,6 +653,13 @@ def restricted_output_lp(
         pricing_lps=lps, seconds=time.perf_counter() - start, stopped=stopped, history=history,
         method="restricted output LP",
     )
+
+
+def solve_outputs_directly(cost: np.ndarray, pairs: np.ndarray, ratios: np.ndarray,
+                           seconds: float) -> StochasticLPResult | None:
+    """The direct LP over ``cost``'s outputs by Clarabel, else HiGHS, within ``seconds``; None when neither solved
+    it (:func:`restricted_output_lp`'s default ``solve``)."""
+    return solve_ratio_bounded_stochastic_lp_by_either(cost, pairs, ratios, seconds=seconds)[0]
 
 
 def _closed(history: list, progress, start: float, lower: float, objective: float, gap_tolerance: float,

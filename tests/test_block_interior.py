@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import designer.design.block_interior as block_interior_module
+import designer.design.block_scope as block_scope_module
 import designer.design.expected_loss as expected_loss_module
 import designer.design.handover as handover_module
 from designer.design.expected_loss import design_expected_loss
@@ -119,7 +120,7 @@ def test_steep_levels_are_refused_by_name():
 
 def test_too_many_ratio_rows_are_refused_by_size(monkeypatch):
     privacy, distance, prior, _ = grid_problem((3, 3), 0.5, 1)
-    monkeypatch.setattr(block_interior_module, "MAX_RATIO_ROWS", 24 * 9 - 1)  # 24 edge pairs x 9 outputs
+    monkeypatch.setattr(block_scope_module, "MAX_RATIO_ROWS", 24 * 9 - 1)  # 24 edge pairs x 9 outputs
     with pytest.raises(ValueError, match="up to 215 ratio rows .* this design has 216"):
         design_expected_loss(privacy, distance, prior, method="interior-point")
     assert block_interior_module.estimated_seconds(privacy, 9) == np.inf
@@ -193,3 +194,46 @@ def test_zero_levels_force_equal_rows():
     assert np.all(ratios == 1.0) and result.status in ("optimal", "stalled")
     assert float(np.sum(cost * result.matrix)) == pytest.approx(cost.sum(axis=0).min(), rel=1e-8)
     assert cost.sum(axis=0).min() * (1 - 1e-8) <= result.lower_bound <= cost.sum(axis=0).min() + 1e-15
+
+
+def test_the_outputs_solver_solves_a_set_of_outputs_and_implies_its_bound():
+    """On 5 of a graph's outputs the solver's objective is the edge-only LP's over those outputs (HiGHS simplex in the
+    test); its row multipliers are the ones its pair multipliers imply, so they sum to their Lagrangian bound; with
+    no time it returns None (the caller keeps its answer)."""
+    privacy, distance = random_graph(16, 0.5, 3)
+    pairs, ratios, _ = constraint_pairs(privacy)
+    cost = (distance / privacy.k)[:, [0, 3, 7, 9, 12]]
+    solved = block_scope_module.outputs_solver(privacy)(cost, pairs, ratios, 60.0)
+    assert solved.status.startswith("block interior point")
+    optimum = lp_optimum(cost, all_pairs(privacy.epsilon))
+    assert solved.objective == pytest.approx(optimum, rel=1e-8)
+    bound = lagrangian_lower_bound(cost, pairs, ratios, solved.pair_duals)
+    assert bound <= optimum + 1e-15 and np.sum(solved.row_duals) == pytest.approx(bound, rel=1e-12)
+    assert block_scope_module.outputs_solver(privacy)(cost, pairs, ratios, 0.0) is None
+
+
+def test_the_outputs_solver_leaves_what_the_block_method_refuses_to_the_direct_lp(monkeypatch):
+    monkeypatch.setattr(block_scope_module, "MAX_LEVEL", 0.4)  # the grid's edges are at 0.5
+    privacy, distance, prior, edges = grid_problem((2, 3), 0.5, 2)
+    pairs, ratios, _ = constraint_pairs(privacy)
+    cost = prior[:, None] * distance
+    solved = block_scope_module.outputs_solver(privacy)(cost, pairs, ratios, 60.0)
+    assert not solved.status.startswith("block interior point")
+    assert solved.objective == pytest.approx(lp_optimum(cost, edges), rel=1e-7)
+
+
+def test_column_generation_finishes_on_the_outputs_it_uses_by_the_block_method(monkeypatch):
+    """After one round of columns the LP over the outputs the master uses is solved by the block method, grown by
+    reduced cost, and the design closes at the edge-only LP's optimum."""
+    import designer.design.loss_decomposition as decomposition
+
+    monkeypatch.setattr(decomposition, "TAILING_ROUNDS", 1)
+    privacy, distance = random_graph(24, 0.4, 5)
+    prior = np.random.default_rng(5).dirichlet(np.ones(privacy.k))
+    optimum = lp_optimum(prior[:, None] * distance, all_pairs(privacy.epsilon))
+    result = design_expected_loss(privacy, distance, prior, method="column-generation", max_seconds=60)
+    assert "restricted output LP" in result.methods[0]
+    solvers = [entry["solver"] for entry in result.history if "solver" in entry]
+    assert solvers and all(solver.startswith("block interior point") for solver in solvers)
+    assert result.certified and result.stopped == "gap" and result.gap <= 1e-6
+    assert result.lower_bound <= optimum + 1e-12 <= result.upper_bound + 2e-12

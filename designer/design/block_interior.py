@@ -17,9 +17,8 @@ repaired onto the cone (:func:`designer.design.repair.repair_into_cone`) that ce
 once the method's own objective is within the gap of the bound, and the method stops when a certified one
 closes it.
 
-Levels above :data:`MAX_LEVEL` on a constrained pair are refused: the blocks hold the squared ratios
-(``e^60`` beside entries of 1 at level 30), beyond what a double factorisation resolves; so are designs with
-more than :data:`MAX_RATIO_ROWS` ratio rows (memory).
+Designs the method does not take (steep levels, too many ratio rows) are refused by
+:func:`designer.design.block_scope.refusal`.
 :func:`estimated_seconds` estimates the method's time from a timed ``dpotri`` at size k, so that ``method="auto"``
 runs it only when it should finish within the budget left.
 """
@@ -32,17 +31,13 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
+from designer.design.block_scope import refusal
 from designer.design.first_order import constant_channel, expected_loss
 from designer.design.loss_decomposition import constraint_pairs
 from designer.design.progress import Progress, closes
 from designer.design.repair import certifies, repair_into_cone, within_doubles
 from designer.spec import PrivacyMatrix
 
-#: Largest level of a constrained pair the method takes (the blocks hold ``e^(2 level)``).
-MAX_LEVEL = 30.0
-#: Most ratio rows (pairs times outputs) the method takes: it keeps about ten arrays of that many doubles (the
-#: 1,000-node random geometric graph has 1.06e7 and held 2.5 GB with its band factors after three iterations).
-MAX_RATIO_ROWS = 20_000_000
 #: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH``
 #: (52, 81, 99-106 and 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per
 #: output as a multiple of one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under
@@ -50,31 +45,9 @@ MAX_RATIO_ROWS = 20_000_000
 ITERATIONS_AT_350, ITERATION_GROWTH, SECONDS_PER_INVERSE, TIMINGS = 110.0, 0.7, 2.8, 5
 
 
-def steepest_level(privacy: PrivacyMatrix) -> float:
-    """The largest finite level among E's non-redundant pairs (0 when none is finite)."""
-    pairs = privacy.nonredundant_pairs()
-    levels = privacy.epsilon[pairs[:, 0], pairs[:, 1]] if len(pairs) else np.zeros(0)
-    levels = levels[np.isfinite(levels)]
-    return float(levels.max()) if levels.size else 0.0
-
-
-def refusal(privacy: PrivacyMatrix, outputs: int) -> str | None:
-    """Why the method does not take this E with ``outputs`` outputs (:data:`MAX_LEVEL`, :data:`MAX_RATIO_ROWS`),
-    or None."""
-    steepest = steepest_level(privacy)
-    if steepest > MAX_LEVEL:
-        return (f"the interior-point method takes levels up to {MAX_LEVEL:g} on the constrained pairs; this E has "
-                f"{steepest:.6g} (use method 'column-generation')")
-    rows = len(privacy.nonredundant_pairs()) * outputs
-    if rows > MAX_RATIO_ROWS:
-        return (f"the interior-point method takes up to {MAX_RATIO_ROWS:,} ratio rows (pairs x outputs); this design "
-                f"has {rows:,} (use method 'column-generation' or 'first-order')")
-    return None
-
-
 def estimated_seconds(privacy: PrivacyMatrix, outputs: int) -> float:
     """The method's expected seconds for this E and ``outputs`` outputs (module docstring); ``inf`` when it does not
-    take them (:func:`refusal`)."""
+    take them (:func:`designer.design.block_scope.refusal`)."""
     if refusal(privacy, outputs) is not None:
         return math.inf
     k = privacy.k
@@ -103,8 +76,8 @@ def block_interior(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_sec
     Raises
     ------
     ValueError
-        :func:`refusal`: a constrained pair's level above :data:`MAX_LEVEL`, or more ratio rows than
-        :data:`MAX_RATIO_ROWS`.
+        :func:`designer.design.block_scope.refusal`: a constrained pair's level above its ``MAX_LEVEL``, or more
+        ratio rows than its ``MAX_RATIO_ROWS``.
     """
     from solvers.block_ipm import block_interior_point
 

@@ -20,7 +20,8 @@ When few outputs carry the optimum (a small epsilon for the diameter: 4 of 64 on
 epsilon 0.1), each used output's column mixes many vertices and the master gains one per output and
 round, so it tails off (202 rounds there). After :data:`TAILING_ROUNDS` rounds the outputs the master
 uses are solved with all their constraints at once and the set grows by reduced cost
-(:func:`solvers.ratio_lp.restricted_output_lp`); should its multipliers fall short of the gap, column
+(:func:`solvers.ratio_lp.restricted_output_lp`, by the block-angular interior-point method when it takes the
+design: :func:`designer.design.block_scope.outputs_solver`); should its multipliers fall short of the gap, column
 generation resumes with its channel's columns added.
 """
 
@@ -32,6 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from designer.design.block_scope import outputs_solver
 from designer.spec import PrivacyMatrix
 
 #: Rounds of column generation by output before a master that has not closed the gap is finished by the
@@ -107,7 +109,7 @@ def decompose_by_output(
     if result.stopped == "rounds":  # tailing off: the outputs it uses, each with all its constraints
         used = np.flatnonzero(result.matrix.sum(axis=0) > 0)
         result = restricted_output_lp(cost, pairs, ratios, used, max_seconds=max(max_seconds - _since(start), 0.0),
-                                      lower_bound=result.lower_bound, **common)
+                                      lower_bound=result.lower_bound, solve=outputs_solver(privacy), **common)
         runs.append(result)
         if result.stopped not in ("gap", "time"):  # its multipliers were not exact enough: back to the columns
             used = np.flatnonzero(result.matrix.sum(axis=0) > 0)
