@@ -9,7 +9,8 @@ resolves), and so are designs with more than :data:`MAX_RATIO_ROWS` ratio rows (
 (:func:`solvers.ratio_lp.restricted_output_lp`: the LP over the outputs a tailing master uses, grown by reduced
 cost) this method in place of the direct LP's Clarabel and HiGHS. On a 200-node random geometric graph the
 restricted LPs over 70, 75 and 76 outputs took 4.7-5.6 s each where Clarabel took 57-113 s, and
-``method="column-generation"`` closed a gap of 1.2e-7 in 49 s instead of 362-373 s (benchmarks/RESULTS.md).
+``method="column-generation"`` closed a gap of 1.2e-7 in 49-55 s (two runs) instead of 362-373 s
+(benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
