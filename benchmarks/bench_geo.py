@@ -114,8 +114,8 @@ def expected_loss_case(name: str) -> dict:
         side = int(name[4:6])
         privacy, loss, prior = grid(side, name.endswith("squared"))
     built = time.perf_counter() - start
-    method = {"grid10-direct": "direct", "line1000-lp": "column-generation", "rgg200-cg": "column-generation"}.get(
-        name, "interior-point" if name.endswith("-ipm") else "auto")
+    suffix = {"-ipm": "interior-point", "-cg": "column-generation"}.get(name[name.rfind("-"):], "auto")
+    method = {"grid10-direct": "direct", "line1000-lp": "column-generation"}.get(name, suffix)
     result = design_expected_loss(privacy, loss, prior, method=method, max_seconds=BUDGETS.get(name, 1800.0))
     row = {"k": privacy.k, "method": result.method, "lower": result.lower_bound, "upper": result.upper_bound,
            "gap": result.gap, "certified": result.certified, "stopped": result.stopped, "build_seconds": built,

@@ -594,12 +594,11 @@ def restricted_output_lp(
 
     The LP over the outputs in the set (every column of the set with all its pair constraints) is solved by
     ``solve(cost, pairs, ratios, seconds)``, which returns a :class:`solvers.linear.StochasticLPResult` or None
-    when ``seconds`` ran out (default: the direct LP, :func:`solvers.linear.solve_ratio_bounded_stochastic_lp`,
-    by Clarabel then HiGHS); its row duals price every other output; outputs with a negative ``rho_y`` join the
-    set. The bound combines the LP's pair multipliers (outputs in the set) with the pricing LPs' (the others).
-    Efficient when the optimum uses few outputs (a small epsilon: on an 8 x 8 grid at epsilon 0.1 it uses 4 of
-    64), where column generation by output needs one round per vertex of an output's column. ``lower_bound`` is a
-    bound already proven.
+    when ``seconds`` ran out (default :func:`solve_outputs_directly`: the direct LP by Clarabel, then HiGHS); its
+    row duals price every other output; outputs with a negative ``rho_y`` join the set. The bound combines the
+    LP's pair multipliers (outputs in the set) with the pricing LPs' (the others). Efficient when the optimum
+    uses few outputs (a small epsilon: on an 8 x 8 grid at epsilon 0.1 it uses 4 of 64), where column generation
+    by output needs one round per vertex of an output's column. ``lower_bound`` is a bound already proven.
     """
     start = time.perf_counter()
     cost = np.asarray(cost, dtype=float)

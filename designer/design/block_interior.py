@@ -37,6 +37,7 @@ from designer.design.loss_decomposition import constraint_pairs
 from designer.design.progress import Progress, closes
 from designer.design.repair import certifies, repair_into_cone, within_doubles
 from designer.spec import PrivacyMatrix
+from solvers.block_ipm import block_interior_point
 
 #: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH``
 #: (52, 81, 99-106 and 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per
@@ -79,8 +80,6 @@ def block_interior(privacy: PrivacyMatrix, cost: np.ndarray, gap: float, max_sec
         :func:`designer.design.block_scope.refusal`: a constrained pair's level above its ``MAX_LEVEL``, or more
         ratio rows than its ``MAX_RATIO_ROWS``.
     """
-    from solvers.block_ipm import block_interior_point
-
     start = time.perf_counter()
     refused = refusal(privacy, cost.shape[1])
     if refused is not None:
