@@ -4,11 +4,11 @@ The edge-only LP (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014) is block-an
 is a block constrained to the cone ``C_E``, and only the row sums link the blocks.
 :func:`solvers.block_ipm.block_interior_point` keeps that structure (one band factorisation per column and a
 dense k x k Schur complement per iteration), so its work grows like ``m k^3`` per iteration and its iterations
-slowly (52, 81, 99-106, 138 on random geometric graphs of 100, 200, 350, 498 nodes). On the 200-node graph it
+slowly (52, 81, 99-106, 138, 222 on random geometric graphs of 100, 200, 350, 498, 1,000 nodes). On the 200-node graph it
 proves the optimum to 5e-8 in about 20 s where column generation by output took 241 s and the designer's
 column generation with restricted output LPs 362-466 s; it closes a gap of 1e-6 on the 350-node graph in
 about 95 s, where 180 s of column generation then the first-order method left 0.4%, and on a 498-node graph
-in 327 s (benchmarks/RESULTS.md).
+in 327 s, and on the 1,000-node graph in 4,635 s (benchmarks/RESULTS.md).
 
 Certificates, as for every method of :mod:`designer.design.expected_loss`: the **lower bound** is the
 Lagrangian bound of the method's pair multipliers (:func:`solvers.ratio_lp.lagrangian_lower_bound`, ratios
@@ -40,9 +40,10 @@ from designer.spec import PrivacyMatrix
 from solvers.block_ipm import block_interior_point
 
 #: :func:`estimated_seconds`: iterations expected at k values, ``ITERATIONS_AT_350 (k / 350)^ITERATION_GROWTH``
-#: (52, 81, 99-106 and 138 at k = 100, 200, 350, 498 on random geometric graphs), and seconds per iteration per
-#: output as a multiple of one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 3.3-4.1 at k = 1,000 under
-#: load; benchmarks/RESULTS.md), timed ``TIMINGS`` times after a first call (the median).
+#: (52, 81, 99-106, 138 and 222 at k = 100, 200, 350, 498, 1,000 on random geometric graphs), and seconds per
+#: iteration per output as a multiple of one ``dpotri`` of size k (3.0 at k = 350, 2.6 at k = 498, 1.8 at k = 1,000
+#: on a quiet machine and 3.3-4.1 under load; benchmarks/RESULTS.md), timed ``TIMINGS`` times after a first call
+#: (the median).
 ITERATIONS_AT_350, ITERATION_GROWTH, SECONDS_PER_INVERSE, TIMINGS = 110.0, 0.7, 2.8, 5
 
 
