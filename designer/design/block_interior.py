@@ -4,9 +4,9 @@ The edge-only LP (Bordenabe, Chatzikokolakis, Palamidessi, CCS 2014) is block-an
 is a block constrained to the cone ``C_E``, and only the row sums link the blocks.
 :func:`solvers.block_ipm.block_interior_point` keeps that structure (one band factorisation per column and a
 dense k x k Schur complement per iteration), so its work grows like ``m k^3`` per iteration and its iterations
-slowly (52, 81, 99-106, 138, 222 on random geometric graphs of 100, 200, 350, 498, 1,000 nodes). On the 200-node graph it
-proves the optimum to 5e-8 in about 20 s where column generation by output took 241 s and the designer's
-column generation with restricted output LPs 362-466 s; it closes a gap of 1e-6 on the 350-node graph in
+slowly (52, 81, 99-106, 138, 222 on random geometric graphs of 100, 200, 350, 498, 1,000 nodes). On the
+200-node graph it proves the optimum to 5e-8 in about 20 s where column generation by output took 241 s and the
+designer's column generation with restricted output LPs 362-466 s; it closes a gap of 1e-6 on the 350-node graph in
 about 95 s, where 180 s of column generation then the first-order method left 0.4%, and on a 498-node graph
 in 327 s, and on the 1,000-node graph in 4,635 s (benchmarks/RESULTS.md).
 
